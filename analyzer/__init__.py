@@ -1,0 +1,1 @@
+"""citeline.analyzer: traces + gold evidence -> one failure bucket per claim."""

@@ -1,0 +1,40 @@
+"""citeline.instrumentation: record the evidence chain of every RAG request.
+
+``configure()`` once, then decorate the app's stages::
+
+    configure(service_name="policy-bot", trace_dir="traces/")
+
+    @retrieval
+    def search(query): ...
+
+    with request(question=q, case_id="returns-45d", principal="alice"):
+        ...
+
+Imports only OpenTelemetry and the standard library: it runs inside the
+host app.
+"""
+
+from ._chunks import Chunk, ChunkRecord, content_hash
+from ._config import Citeline, configure
+from ._files import OTLPJsonFileExporter, TraceFileProcessor
+from ._keys import SCHEMA_VERSION
+from ._request import RequestScope, request
+from ._wrap import context_assembly, generation, render, resolution, retrieval
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Chunk",
+    "ChunkRecord",
+    "Citeline",
+    "OTLPJsonFileExporter",
+    "RequestScope",
+    "TraceFileProcessor",
+    "configure",
+    "content_hash",
+    "context_assembly",
+    "generation",
+    "render",
+    "request",
+    "resolution",
+    "retrieval",
+]

@@ -1,0 +1,317 @@
+"""Read chunk identity out of whatever shape the host app returns.
+
+Recognised without glue: citeline's own :class:`Chunk`, mappings, objects
+with ``doc_id``/``chunk_id``/... attributes, LangChain ``Document`` (ids in
+``metadata``), LlamaIndex ``NodeWithScore`` and ``(document, score)`` pairs.
+Frameworks are recognised by shape, so none of them is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+#: attribute / key names that may hold a list of chunks inside a wrapper object
+_CONTAINER_FIELDS = ("chunks", "documents", "source_nodes", "nodes", "context", "hits")
+
+
+def content_hash(text: str) -> str:
+    """Hash of a chunk's text that survives cosmetic whitespace changes.
+
+    sha256 over NFKC-normalised text with whitespace runs collapsed to one
+    space and the ends stripped; the first 16 hex digits. The analyzer
+    computes the same over the gold corpus to spot silent content drift.
+    """
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    norm = " ".join(text.split())
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A retrievable passage with stable identity; use it or bring your own shape."""
+
+    doc_id: str
+    chunk_id: str
+    version: str = ""
+    text: str = ""
+    score: float | None = None
+    uri: str = ""
+    title: str = ""
+    label: str | None = None
+    acl: list[str] | None = field(default=None)
+
+
+class ChunkRecord(NamedTuple):
+    """The normalised identity citeline records for one chunk."""
+
+    doc_id: str
+    chunk_id: str
+    version: str
+    content_hash: str
+    score: float
+    uri: str
+    title: str
+    text: str
+    label: str | None
+
+
+def _s(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _score(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _from_fields(get: Any, text: str, meta: Mapping[str, Any] | None = None) -> ChunkRecord:
+    """Build a record from a getter over fields, with an optional metadata fallback."""
+
+    def pick(*names: str) -> Any:
+        for name in names:
+            value = get(name)
+            if value not in (None, ""):
+                return value
+            if meta is not None:
+                value = meta.get(name)
+                if value not in (None, ""):
+                    return value
+        return None
+
+    doc_id = _s(pick("doc_id", "document_id", "ref_doc_id"))
+    chunk_id = _s(pick("chunk_id", "id", "node_id", "id_"))
+    if not chunk_id:
+        chunk_id = doc_id
+    explicit_hash = _s(pick("content_hash"))
+    label = pick("label")
+    return ChunkRecord(
+        doc_id=doc_id,
+        chunk_id=chunk_id,
+        version=_s(pick("version")),
+        content_hash=content_hash(text) if text else explicit_hash,
+        score=_score(pick("score")),
+        uri=_s(pick("uri", "url", "source")),
+        title=_s(pick("title")),
+        text=text,
+        label=None if label is None else _s(label),
+    )
+
+
+def to_record(obj: Any) -> ChunkRecord:
+    """Normalise one chunk-like object; raises TypeError for shapes we cannot read."""
+    if isinstance(obj, ChunkRecord):
+        return obj
+    if isinstance(obj, Chunk):
+        return ChunkRecord(
+            doc_id=obj.doc_id,
+            chunk_id=obj.chunk_id or obj.doc_id,
+            version=obj.version,
+            content_hash=content_hash(obj.text) if obj.text else "",
+            score=_score(obj.score),
+            uri=obj.uri,
+            title=obj.title,
+            text=obj.text,
+            label=obj.label,
+        )
+    if isinstance(obj, dict):
+        return _from_dict(obj)
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        text = _s(obj.get("text") or obj.get("page_content") or obj.get("content"))
+        return _from_fields(obj.get, text, meta if isinstance(meta, Mapping) else None)
+    # (document, score) pairs, as LangChain's *_with_score searches return
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], int | float):
+        rec = to_record(obj[0])
+        return ChunkRecord(**{**_asdict(rec), "score": float(obj[1])})
+    # LlamaIndex NodeWithScore: .node (a BaseNode) + .score
+    node = getattr(obj, "node", None)
+    if node is not None and hasattr(obj, "score"):
+        rec = _node_record(node)
+        return ChunkRecord(**{**_asdict(rec), "score": _score(obj.score)})
+    if hasattr(obj, "get_content") and hasattr(obj, "node_id"):
+        return _node_record(obj)
+    # LangChain Document: .page_content + .metadata (+ .id in recent versions)
+    if hasattr(obj, "page_content") and hasattr(obj, "metadata"):
+        meta = obj.metadata if isinstance(obj.metadata, Mapping) else {}
+        lc_id = getattr(obj, "id", None)
+        rec = _from_fields(lambda _name: None, _s(obj.page_content), meta)
+        if not rec.chunk_id or (rec.chunk_id == rec.doc_id and lc_id):
+            rec = ChunkRecord(**{**_asdict(rec), "chunk_id": _s(lc_id) or rec.chunk_id})
+        return rec
+    if hasattr(obj, "chunk_id") or hasattr(obj, "doc_id"):
+        text = _s(getattr(obj, "text", None) or getattr(obj, "content", None))
+        meta = getattr(obj, "metadata", None)
+        return _from_fields(
+            lambda name: getattr(obj, name, None), text, meta if isinstance(meta, Mapping) else None
+        )
+    raise TypeError(
+        f"cannot read a chunk from {type(obj).__name__}; give it doc_id/chunk_id "
+        "fields or pass to_chunks= to the decorator"
+    )
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+def _from_dict(obj: dict[str, Any]) -> ChunkRecord:
+    """The common case, kept lean: a plain dict with the canonical field names."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = _EMPTY
+    doc_id = obj.get("doc_id")
+    chunk_id = obj.get("chunk_id")
+    if doc_id is None or chunk_id is None or meta:
+        # some field is elsewhere (metadata, aliases): take the general path
+        text = _s(obj.get("text") or obj.get("page_content") or obj.get("content"))
+        return _from_fields(obj.get, text, meta or None)
+    text = obj.get("text") or ""
+    if not isinstance(text, str):
+        text = str(text)
+    version = obj.get("version")
+    score = obj.get("score")
+    uri = obj.get("uri")
+    title = obj.get("title")
+    label = obj.get("label")
+    return ChunkRecord(
+        doc_id if isinstance(doc_id, str) else str(doc_id),
+        chunk_id if isinstance(chunk_id, str) else str(chunk_id),
+        "" if version is None else str(version),
+        content_hash(text) if text else _s(obj.get("content_hash")),
+        score if type(score) is float else _score(score),
+        "" if uri is None else str(uri),
+        "" if title is None else str(title),
+        text,
+        None if label is None else str(label),
+    )
+
+
+def _node_record(node: Any) -> ChunkRecord:
+    meta = getattr(node, "metadata", None)
+    meta = meta if isinstance(meta, Mapping) else {}
+    try:
+        text = _s(node.get_content())
+    except Exception:  # noqa: BLE001 - a node without content is still a chunk
+        text = _s(getattr(node, "text", ""))
+    node_id = _s(getattr(node, "node_id", None) or getattr(node, "id_", None))
+    ref_doc = _s(getattr(node, "ref_doc_id", None))
+    rec = _from_fields(lambda _name: None, text, meta)
+    return ChunkRecord(
+        **{
+            **_asdict(rec),
+            "chunk_id": _s(meta.get("chunk_id")) or node_id or rec.chunk_id,
+            "doc_id": rec.doc_id or ref_doc,
+        }
+    )
+
+
+def _asdict(rec: ChunkRecord) -> dict[str, Any]:
+    return rec._asdict()
+
+
+def chunk_items(value: Any) -> list[Any]:
+    """The list of chunk-like items inside a stage's return value."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple) and not (
+        isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], int | float)
+    ):
+        return list(value)
+    if isinstance(value, Mapping):
+        for name in _CONTAINER_FIELDS:
+            inner = value.get(name)
+            if isinstance(inner, list | tuple):
+                return list(inner)
+        return [value]
+    for name in _CONTAINER_FIELDS:
+        inner = getattr(value, name, None)
+        if isinstance(inner, list | tuple):
+            return list(inner)
+    if isinstance(value, Iterator):
+        # one-shot: reading it here would steal it from the app
+        raise TypeError("the stage returned an iterator; return a list or pass to_chunks=")
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value)
+    return [value]
+
+
+def to_records(value: Any) -> list[ChunkRecord]:
+    """Normalise every chunk in a stage's return value."""
+    return [to_record(item) for item in chunk_items(value)]
+
+
+@dataclass(slots=True)
+class Columns:
+    """Chunks as parallel columns: the shape the span attributes are written in."""
+
+    doc_id: list[str]
+    chunk_id: list[str]
+    version: list[str]
+    content_hash: list[str]
+    score: list[float]
+    uri: list[str]
+    title: list[str]
+    text: list[str]
+    label: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.chunk_id)
+
+
+def _str_col(values: list[Any]) -> list[str]:
+    return [v if type(v) is str else ("" if v is None else str(v)) for v in values]
+
+
+def _plain_dicts(items: list[Any]) -> bool:
+    for c in items:
+        if type(c) is not dict or "metadata" in c or c.get("doc_id") is None or c.get("chunk_id") is None:
+            return False
+    return True
+
+
+def to_columns(value: Any) -> Columns:
+    """Every chunk in a stage's return value, column by column.
+
+    Plain dicts with the canonical field names take a column-wise fast path
+    (this is the hot loop of a 200-chunk retrieval); anything else goes
+    through :func:`to_record` one item at a time.
+    """
+    items = chunk_items(value)
+    if items and _plain_dicts(items):
+        texts = _str_col([c.get("text") for c in items])
+        return Columns(
+            doc_id=_str_col([c["doc_id"] for c in items]),
+            chunk_id=_str_col([c["chunk_id"] for c in items]),
+            version=_str_col([c.get("version") for c in items]),
+            content_hash=[
+                content_hash(t) if t else _s(c.get("content_hash")) for t, c in zip(texts, items, strict=True)
+            ],
+            score=[_score(c.get("score")) for c in items],
+            uri=_str_col([c.get("uri") for c in items]),
+            title=_str_col([c.get("title") for c in items]),
+            text=texts,
+            label=[None if c.get("label") is None else str(c["label"]) for c in items],
+        )
+    recs = [to_record(item) for item in items]
+    return Columns(
+        doc_id=[r.doc_id for r in recs],
+        chunk_id=[r.chunk_id for r in recs],
+        version=[r.version for r in recs],
+        content_hash=[r.content_hash for r in recs],
+        score=[r.score for r in recs],
+        uri=[r.uri for r in recs],
+        title=[r.title for r in recs],
+        text=[r.text for r in recs],
+        label=[r.label for r in recs],
+    )

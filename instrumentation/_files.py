@@ -1,0 +1,257 @@
+"""The embedded default: OTLP/JSON lines files, one trace per line where possible.
+
+:class:`OTLPJsonFileExporter` is a plain ``SpanExporter`` (usable under any
+span processor). :class:`TraceFileProcessor` is what ``configure(trace_dir=)``
+installs: ``on_end`` only appends to a list, a worker thread groups spans by
+trace, waits for the trace's local root to end (or ``max_wait`` seconds) and
+writes each trace as one line. Lines are written whole and flushed, so a
+reader sees complete lines while the file grows; files rotate by size.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from . import _guard
+from ._otlp_json import encode_line
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_QUEUE = 1_000_000
+
+
+class _RotatingWriter:
+    """Append-only ``.jsonl`` files under one folder, rotated by size."""
+
+    def __init__(self, directory: Path, prefix: str, max_bytes: int) -> None:
+        self.directory = directory
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self._file: object | None = None
+        self._size = 0
+        self._seq = 0
+        self.paths: list[Path] = []
+
+    def _open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        self._seq += 1
+        path = self.directory / f"{self.prefix}-{stamp}-{os.getpid()}-{self._seq:04d}.jsonl"
+        self._file = open(path, "ab")  # noqa: SIM115 - kept open across writes
+        self._size = 0
+        self.paths.append(path)
+
+    def write(self, data: bytes) -> None:
+        if self._file is None or (self._size and self._size + len(data) > self.max_bytes):
+            self.close()
+            self._open()
+        f = self._file
+        assert f is not None
+        f.write(data)  # type: ignore[attr-defined]
+        f.flush()  # type: ignore[attr-defined]
+        self._size += len(data)
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        """Write whole lines, batching them into few writes, rotating between lines."""
+        buf: list[bytes] = []
+        size = 0
+        for line in lines:
+            room = self.max_bytes - self._size - size
+            if buf and len(line) > room:
+                self.write(b"".join(buf))
+                buf, size = [], 0
+            buf.append(line)
+            size += len(line)
+        if buf:
+            self.write(b"".join(buf))
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()  # type: ignore[attr-defined]
+            self._file = None
+
+
+def _safe_prefix(name: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+    return keep.strip("-") or "traces"
+
+
+class OTLPJsonFileExporter(SpanExporter):
+    """Writes spans as OTLP/JSON lines, one line per trace in each batch."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str = "citeline",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix), max_bytes)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def paths(self) -> list[Path]:
+        """Files written so far, oldest first."""
+        return list(self._writer.paths)
+
+    def export_traces(self, traces: Sequence[Sequence[ReadableSpan]]) -> None:
+        """Write each group of spans (one trace) as one line, in one write."""
+        if not traces:
+            return
+        lines = [encode_line(spans) for spans in traces if spans]
+        with self._lock:
+            if self._closed:
+                return
+            self._writer.write_lines(lines)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        groups: dict[int, list[ReadableSpan]] = {}
+        for s in spans:
+            groups.setdefault(s.context.trace_id if s.context else 0, []).append(s)
+        try:
+            self.export_traces(list(groups.values()))
+        except OSError as exc:
+            _guard.report("writing trace file", exc)
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._writer.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _is_local_root(span: ReadableSpan) -> bool:
+    return span.parent is None or span.parent.is_remote
+
+
+class TraceFileProcessor(SpanProcessor):
+    """Buffers ended spans and writes them trace by trace from a worker thread.
+
+    ``on_end`` costs one list append under a lock. Nothing is dropped until
+    ``max_queue`` spans wait unwritten (a disk far slower than the app);
+    then the overflow is counted and logged once.
+    """
+
+    def __init__(
+        self,
+        exporter: OTLPJsonFileExporter,
+        *,
+        interval: float = 0.5,
+        max_wait: float = 5.0,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+    ) -> None:
+        self.exporter = exporter
+        self.interval = interval
+        self.max_wait = max_wait
+        self.max_queue = max_queue
+        self.dropped = 0
+        self._queue: list[ReadableSpan] = []
+        self._cond = threading.Condition()
+        self._flush_requests = 0
+        self._flushed = 0
+        self._stopping = False
+        self._pending: dict[int, list[ReadableSpan]] = {}
+        self._pending_since: dict[int, float] = {}
+        self._thread = threading.Thread(target=self._run, name="citeline-trace-files", daemon=True)
+        self._thread.start()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            if len(self._queue) >= self.max_queue:
+                self.dropped += 1
+                if self.dropped == 1:
+                    _guard.log.warning(
+                        "citeline: trace file queue full (%d spans); dropping spans until the "
+                        "writer catches up",
+                        self.max_queue,
+                    )
+                return
+            self._queue.append(span)
+            if _is_local_root(span) and len(self._queue) >= 4096:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._queue and not self._stopping and self._flush_requests == self._flushed:
+                    self._cond.wait(self.interval)
+                batch, self._queue = self._queue, []
+                flush_to = self._flush_requests
+                stopping = self._stopping
+            try:
+                self._write(batch, flush_all=stopping or flush_to != self._flushed)
+            except Exception as exc:  # noqa: BLE001 - the worker must survive a bad batch
+                _guard.log.warning("citeline: writing trace file failed: %r", exc)
+            with self._cond:
+                self._flushed = flush_to
+                self._cond.notify_all()
+                if stopping and not self._queue:
+                    return
+
+    def _write(self, batch: list[ReadableSpan], *, flush_all: bool) -> None:
+        now = time.monotonic()
+        complete: list[list[ReadableSpan]] = []
+        pending, since = self._pending, self._pending_since
+        for span in batch:
+            tid = span.context.trace_id if span.context else 0
+            group = pending.get(tid)
+            if group is None:
+                group = pending[tid] = []
+                since[tid] = now
+            group.append(span)
+            if _is_local_root(span):
+                complete.append(pending.pop(tid))
+                del since[tid]
+        if flush_all:
+            complete.extend(pending.values())
+            pending.clear()
+            since.clear()
+        else:
+            for tid, t0 in list(since.items()):
+                if now - t0 < self.max_wait:
+                    break  # insertion order is age order
+                complete.append(pending.pop(tid))
+                del since[tid]
+        self.exporter.export_traces(complete)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        deadline = time.monotonic() + timeout_millis / 1000
+        with self._cond:
+            if not self._thread.is_alive():
+                return False
+            self._flush_requests += 1
+            target = self._flush_requests
+            self._cond.notify_all()
+            while self._flushed < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def shutdown(self) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join(timeout=30)
+        self.exporter.shutdown()

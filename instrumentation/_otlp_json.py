@@ -1,0 +1,168 @@
+"""Encode finished spans as OTLP/JSON (the protobuf JSON mapping).
+
+One call produces one ``ExportTraceServiceRequest`` object, the same shape
+the OpenTelemetry Collector's file exporter writes one per line: ids as hex,
+64-bit integers as strings, enums as numbers.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+try:  # orjson is a declared dependency; the fallback keeps a broken install alive
+    import orjson
+
+    def dumps(obj: Any) -> bytes:
+        """Serialize to compact JSON bytes."""
+        return orjson.dumps(obj)
+
+except ImportError:  # pragma: no cover - exercised only without orjson
+    import json
+
+    def dumps(obj: Any) -> bytes:
+        """Serialize to compact JSON bytes."""
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _double(v: float) -> Any:
+    if math.isfinite(v):
+        return v
+    if math.isnan(v):
+        return "NaN"
+    return "Infinity" if v > 0 else "-Infinity"
+
+
+def any_value(v: Any) -> dict[str, Any]:
+    """An OTLP AnyValue for one attribute value (exact-type checks first: this is the hot loop)."""
+    t = type(v)
+    if t is str:
+        return {"stringValue": v}
+    if t is tuple or t is list:
+        return {"arrayValue": {"values": [{"stringValue": x} if type(x) is str else any_value(x) for x in v]}}
+    if t is bool:
+        return {"boolValue": v}
+    if t is int:
+        return {"intValue": str(v)}
+    if t is float:
+        return {"doubleValue": _double(v)}
+    if v is None:
+        return {}
+    if isinstance(v, str):
+        return {"stringValue": str(v)}
+    if isinstance(v, bool):
+        return {"boolValue": bool(v)}
+    if isinstance(v, int):
+        return {"intValue": str(int(v))}
+    if isinstance(v, float):
+        return {"doubleValue": _double(float(v))}
+    if isinstance(v, bytes):
+        return {"bytesValue": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, Sequence):
+        return {"arrayValue": {"values": [any_value(x) for x in v]}}
+    return {"stringValue": str(v)}
+
+
+def key_values(attrs: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """OTLP KeyValue list for an attribute mapping."""
+    if not attrs:
+        return []
+    # BoundedAttributes wraps a plain dict; iterating that skips the Mapping ABC machinery
+    items = getattr(attrs, "_dict", attrs).items()
+    return [{"key": k, "value": any_value(v)} for k, v in items]
+
+
+def _raw_attributes(s: ReadableSpan) -> Mapping[str, Any] | None:
+    """The span's attribute dict without the read-only proxy layers (a hot path)."""
+    inner = getattr(getattr(s, "_attributes", None), "_dict", None)
+    return inner if isinstance(inner, dict) else s.attributes
+
+
+def _span(s: ReadableSpan) -> dict[str, Any]:
+    ctx = s.context
+    assert ctx is not None
+    out: dict[str, Any] = {
+        "traceId": f"{ctx.trace_id:032x}",
+        "spanId": f"{ctx.span_id:016x}",
+        "name": s.name,
+        "kind": s.kind.value + 1,  # OTLP enum: 0 is UNSPECIFIED, SDK's INTERNAL is 0
+        "startTimeUnixNano": str(s.start_time or 0),
+        "endTimeUnixNano": str(s.end_time or 0),
+        "attributes": key_values(_raw_attributes(s)),
+    }
+    if s.parent is not None:
+        out["parentSpanId"] = f"{s.parent.span_id:016x}"
+    if s.dropped_attributes:
+        out["droppedAttributesCount"] = s.dropped_attributes
+    status = s.status
+    if status.status_code.value:
+        out["status"] = {"code": status.status_code.value, "message": status.description or ""}
+    if s.events:
+        out["events"] = [
+            {
+                "timeUnixNano": str(e.timestamp),
+                "name": e.name,
+                "attributes": key_values(e.attributes),
+            }
+            for e in s.events
+        ]
+    if s.links:
+        out["links"] = [
+            {
+                "traceId": f"{link.context.trace_id:032x}",
+                "spanId": f"{link.context.span_id:016x}",
+                "attributes": key_values(link.attributes),
+            }
+            for link in s.links
+        ]
+    return out
+
+
+_resources: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+
+
+def _resource_attributes(res: Any) -> list[dict[str, Any]]:
+    """Encoded resource attributes, cached: a process has one or two resources."""
+    hit = _resources.get(id(res))
+    if hit is not None and hit[0] is res:
+        return hit[1]
+    encoded = key_values(res.attributes if res is not None else None)
+    if len(_resources) > 64:
+        _resources.clear()
+    _resources[id(res)] = (res, encoded)
+    return encoded
+
+
+def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """Group spans by resource and scope into one ExportTraceServiceRequest."""
+    by_resource: dict[int, tuple[Any, dict[tuple[str, str], list[dict[str, Any]]]]] = {}
+    for s in spans:
+        res = s.resource
+        entry = by_resource.get(id(res))
+        if entry is None:
+            entry = (res, {})
+            by_resource[id(res)] = entry
+        scope = s.instrumentation_scope
+        key = (scope.name, scope.version or "") if scope is not None else ("", "")
+        entry[1].setdefault(key, []).append(_span(s))
+    resource_spans = []
+    for res, scopes in by_resource.values():
+        resource_spans.append(
+            {
+                "resource": {"attributes": _resource_attributes(res)},
+                "scopeSpans": [
+                    {"scope": {"name": name, "version": version}, "spans": encoded}
+                    for (name, version), encoded in scopes.items()
+                ],
+            }
+        )
+    return {"resourceSpans": resource_spans}
+
+
+def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
+    """One newline-terminated OTLP/JSON line for these spans."""
+    return dumps(encode_request(spans)) + b"\n"

@@ -1,0 +1,224 @@
+"""The request span: the root of one question's evidence chain.
+
+``request(...)`` is a context manager (``with`` and ``async with``) and a
+decorator. It opens the per-request state (the label map the stages share)
+in a ``contextvars`` variable, so concurrent requests in threads or asyncio
+tasks never see each other's labels.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from contextvars import Token
+from datetime import date, datetime
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, Status, StatusCode
+
+from . import _config, _guard
+from . import _keys as K
+from ._stages import RequestState, current_request, first_text_arg
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _principal(value: Any) -> tuple[str, list[str]]:
+    if value is None:
+        return "", []
+    if isinstance(value, str):
+        return value, []
+    if isinstance(value, Mapping):
+        pid, groups = value.get("id"), value.get("groups") or []
+    else:
+        pid, groups = getattr(value, "id", None), getattr(value, "groups", None) or []
+    if isinstance(groups, str):
+        groups = [groups]
+    return ("" if pid is None else str(pid)), [str(g) for g in groups]
+
+
+def _as_of(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return "" if value is None else str(value)
+
+
+class RequestScope:
+    """One open request; enter it with ``with``/``async with`` or decorate a function."""
+
+    def __init__(
+        self,
+        question: str | None = None,
+        *,
+        case_id: str | None = None,
+        principal: Any = None,
+        as_of: Any = None,
+        name: str = "request",
+    ) -> None:
+        self.question = question
+        self.case_id = case_id
+        self.principal = principal
+        self.as_of = as_of
+        self.name = name
+        self.span: Span | None = None
+        self._state_token: Token[RequestState | None] | None = None
+        self._ctx_token: Token[Context] | None = None
+
+    # --- context manager -------------------------------------------------------
+    def __enter__(self) -> RequestScope:
+        self._start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end(exc)
+
+    async def __aenter__(self) -> RequestScope:
+        self._start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end(exc)
+
+    def _start(self) -> None:
+        tracer = _config.current_tracer()
+        if tracer is None:
+            return
+        try:
+            self._state_token = current_request.set(RequestState())
+            pid, groups = _principal(self.principal)
+            attrs: dict[str, Any] = {
+                K.OI_SPAN_KIND: K.KIND_CHAIN,
+                K.CL_SCHEMA: K.SCHEMA_VERSION,
+                K.CL_STAGE: "request",
+                K.CL_QUESTION: self.question or "",
+                K.CL_PRINCIPAL_GROUPS: groups,
+            }
+            if self.question:
+                attrs[K.OI_INPUT_VALUE] = self.question
+                attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+            if self.case_id:
+                attrs[K.CL_CASE_ID] = str(self.case_id)
+            if pid:
+                attrs[K.CL_PRINCIPAL_ID] = pid
+                attrs[K.OI_USER_ID] = pid
+            as_of = _as_of(self.as_of)
+            if as_of:
+                attrs[K.CL_AS_OF] = as_of
+            self.span = tracer.start_span(self.name, attributes=attrs)
+            self._ctx_token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as err:  # noqa: BLE001
+            _guard.report("starting the request span", err)
+
+    def _end(self, exc: BaseException | None) -> None:
+        try:
+            if self._ctx_token is not None:
+                otel_context.detach(self._ctx_token)
+                self._ctx_token = None
+            if self.span is not None:
+                if exc is not None:
+                    self.span.record_exception(exc)
+                    self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                self.span.end()
+            if self._state_token is not None:
+                current_request.reset(self._state_token)
+                self._state_token = None
+        except Exception as err:  # noqa: BLE001
+            _guard.report("ending the request span", err)
+
+    def set_output(self, answer: str) -> None:
+        """Show the final answer on the request span in Phoenix (optional)."""
+        try:
+            if self.span is not None:
+                self.span.set_attributes({K.OI_OUTPUT_VALUE: answer, K.OI_OUTPUT_MIME: K.MIME_TEXT})
+        except Exception as err:  # noqa: BLE001
+            _guard.report("setting the request output", err)
+
+    # --- decorator ----------------------------------------------------------------
+    def _for_call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RequestScope:
+        return RequestScope(
+            self.question
+            if self.question is not None
+            else first_text_arg(args, kwargs, ("question", "query", "q")),
+            case_id=self.case_id if self.case_id is not None else kwargs.get("case_id"),
+            principal=self.principal if self.principal is not None else kwargs.get("principal"),
+            as_of=self.as_of if self.as_of is not None else kwargs.get("as_of"),
+            name=self.name,
+        )
+
+    def __call__(self, fn: F) -> F:
+        if inspect.isasyncgenfunction(fn):
+
+            @functools.wraps(fn)
+            async def agen(*args: Any, **kwargs: Any) -> Any:
+                async with self._for_call(args, kwargs):
+                    async for item in fn(*args, **kwargs):
+                        yield item
+
+            return agen  # type: ignore[return-value]
+        if inspect.isgeneratorfunction(fn):
+
+            @functools.wraps(fn)
+            def gen(*args: Any, **kwargs: Any) -> Any:
+                with self._for_call(args, kwargs):
+                    return (yield from fn(*args, **kwargs))
+
+            return gen  # type: ignore[return-value]
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def coro(*args: Any, **kwargs: Any) -> Any:
+                async with self._for_call(args, kwargs):
+                    return await fn(*args, **kwargs)
+
+            return coro  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def sync(*args: Any, **kwargs: Any) -> Any:
+            with self._for_call(args, kwargs):
+                return fn(*args, **kwargs)
+
+        return sync  # type: ignore[return-value]
+
+
+@overload
+def request(question: F, /) -> F: ...
+@overload
+def request(
+    question: str | None = None,
+    *,
+    case_id: str | None = None,
+    principal: Any = None,
+    as_of: Any = None,
+    name: str = "request",
+) -> RequestScope: ...
+
+
+def request(
+    question: Any = None,
+    *,
+    case_id: str | None = None,
+    principal: Any = None,
+    as_of: Any = None,
+    name: str = "request",
+) -> Any:
+    """Open the root span of one request, as ``with request(question=...)`` or ``@request``.
+
+    ``principal`` is an id string or ``{"id": ..., "groups": [...]}``;
+    ``as_of`` a date (or ISO string) the answer must hold for. Used as a
+    decorator without arguments, the question, ``case_id``, ``principal``
+    and ``as_of`` are read from the call's arguments of those names.
+    """
+    if callable(question):
+        return RequestScope()(question)
+    return RequestScope(question, case_id=case_id, principal=principal, as_of=as_of, name=name)

@@ -1,0 +1,296 @@
+"""What each stage records: its inputs when it starts, its outputs when it ends.
+
+Each ``*_attributes`` function turns a stage's return value into one
+attribute dict: OpenInference keys first, the ``citeline.*`` schema last, and
+OpenInference documents capped so the span never exceeds its attribute
+limit (the SDK evicts the *oldest* attributes when over). The citeline
+arrays carry every chunk whatever the count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _keys as K
+from ._chunks import Columns, chunk_items, to_columns
+from ._otlp_json import dumps
+
+#: attribute slots kept free for the host's own or auto-instrumentation attributes
+_RESERVED_SLOTS = 8
+_DISPLAY_LIMIT = 8000
+
+
+@dataclass(slots=True)
+class RequestState:
+    """Per-request memory shared by the stages of one request: the label map in force."""
+
+    labels: list[str] = field(default_factory=list)
+    chunk_ids: list[str] = field(default_factory=list)
+    doc_ids: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+
+
+current_request: ContextVar[RequestState | None] = ContextVar("citeline_request", default=None)
+
+
+def request_state() -> RequestState:
+    """The current request's state, created on first use outside a request."""
+    state = current_request.get()
+    if state is None:
+        state = RequestState()
+        current_request.set(state)
+    return state
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    for name in ("text", "prompt", "content"):
+        inner = value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+        if isinstance(inner, str):
+            return inner
+    return None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _DISPLAY_LIMIT else text[:_DISPLAY_LIMIT] + "…"
+
+
+def first_text_arg(args: Sequence[Any], kwargs: Mapping[str, Any], names: Sequence[str]) -> str | None:
+    """The stage's query-like input: a named keyword, else the first string argument."""
+    for name in names:
+        value = kwargs.get(name)
+        if isinstance(value, str):
+            return value
+    for value in args:
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _chunk_arrays(cols: Columns, *, content: bool) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        K.CL_CHUNK_COUNT: len(cols),
+        K.CL_CHUNK_DOC_ID: cols.doc_id,
+        K.CL_CHUNK_ID: cols.chunk_id,
+        K.CL_CHUNK_VERSION: cols.version,
+        K.CL_CHUNK_HASH: cols.content_hash,
+        K.CL_CHUNK_URI: cols.uri,
+        K.CL_CHUNK_TITLE: cols.title,
+    }
+    scores = cols.score
+    if scores and not any(math.isnan(s) for s in scores):
+        attrs[K.CL_CHUNK_SCORE] = scores
+    if content:
+        attrs[K.CL_CHUNK_TEXT] = cols.text
+    return attrs
+
+
+def _documents(prefix: str, cols: Columns, budget: int, *, content: bool) -> tuple[dict[str, Any], int]:
+    """OpenInference flattened documents, as many as fit in ``budget`` attributes."""
+    per_doc = 3 + (1 if content else 0)
+    fit = max(0, min(len(cols), budget // per_doc))
+    attrs: dict[str, Any] = {}
+    for i in range(fit):
+        base = f"{prefix}.{i}."
+        score = cols.score[i]
+        attrs[base + K.OI_DOC_ID] = cols.chunk_id[i]
+        attrs[base + K.OI_DOC_SCORE] = score if not math.isnan(score) else 0.0
+        meta = {"doc_id": cols.doc_id[i], "version": cols.version[i], "content_hash": cols.content_hash[i]}
+        if cols.uri[i]:
+            meta["uri"] = cols.uri[i]
+        if cols.title[i]:
+            meta["title"] = cols.title[i]
+        attrs[base + K.OI_DOC_METADATA] = dumps(meta).decode()
+        if content:
+            attrs[base + K.OI_DOC_CONTENT] = cols.text[i]
+    return attrs, len(cols) - fit
+
+
+def _with_documents(
+    head: dict[str, Any],
+    prefix: str,
+    chunks: Columns,
+    tail: dict[str, Any],
+    limit: int,
+    content: bool,
+) -> dict[str, Any]:
+    """head + as many documents as fit + tail (the citeline schema, written last)."""
+    budget = limit - len(head) - len(tail) - 1 - _RESERVED_SLOTS
+    docs, omitted = _documents(prefix, chunks, budget, content=content)
+    out = {**head, **docs, **tail}
+    if omitted:
+        out[K.CL_DROPPED_DOCS] = omitted
+    return out
+
+
+def _base(stage: str, kind: str) -> dict[str, Any]:
+    return {K.OI_SPAN_KIND: kind, K.CL_SCHEMA: K.SCHEMA_VERSION, K.CL_STAGE: stage}
+
+
+# --- start-of-stage inputs -----------------------------------------------------------
+
+
+def start_attributes(
+    stage: str, args: Sequence[Any], kwargs: Mapping[str, Any], content: bool
+) -> dict[str, Any]:
+    """Attributes known when the stage starts (its kind and input)."""
+    kind = {
+        "retrieval": K.KIND_RETRIEVER,
+        "context": K.KIND_RERANKER,
+        "generation": K.KIND_LLM,
+    }.get(stage, K.KIND_CHAIN)
+    attrs = _base(stage, kind)
+    if stage in ("retrieval", "context"):
+        query = first_text_arg(args, kwargs, ("query", "question", "q"))
+        if query is not None:
+            attrs[K.OI_INPUT_VALUE] = _clip(query)
+            attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+            if stage == "context":
+                attrs[K.OI_RERANKER_QUERY] = _clip(query)
+    elif stage == "generation" and content and args:
+        prompt = _text(args[0])
+        if prompt is not None:
+            attrs[K.OI_INPUT_VALUE] = _clip(prompt)
+            attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+    return attrs
+
+
+# --- end-of-stage outputs --------------------------------------------------------------
+
+
+def retrieval_attributes(chunks: Columns, limit: int, content: bool) -> dict[str, Any]:
+    """Retrieved chunks: OpenInference documents + citeline arrays."""
+    return _with_documents(
+        {}, K.OI_RETRIEVAL_DOCUMENTS, chunks, _chunk_arrays(chunks, content=content), limit, content
+    )
+
+
+def context_attributes(chunks: Columns, limit: int, content: bool, prompt: str | None) -> dict[str, Any]:
+    """Chunks actually sent to the model with their labels; updates the request's label map."""
+    labels = [label if label is not None else str(i + 1) for i, label in enumerate(chunks.label)]
+    state = request_state()
+    state.labels = labels
+    state.chunk_ids = chunks.chunk_id
+    state.doc_ids = chunks.doc_id
+    state.versions = chunks.version
+    tail = _chunk_arrays(chunks, content=content)
+    tail[K.CL_CHUNK_LABEL] = labels
+    head: dict[str, Any] = {}
+    if content and prompt is not None:
+        head[K.OI_OUTPUT_VALUE] = _clip(prompt)
+        head[K.OI_OUTPUT_MIME] = K.MIME_TEXT
+    return _with_documents(head, K.OI_RERANKER_OUTPUT_DOCUMENTS, chunks, tail, limit, content)
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def generation_attributes(answer: Any) -> dict[str, Any]:
+    """The raw answer, its claims when structured, and the label map in force."""
+    attrs: dict[str, Any] = {}
+    claims = _get(answer, "claims") if not isinstance(answer, str) else None
+    if isinstance(claims, Sequence) and not isinstance(claims, str):
+        text = _get(answer, "text") or ""
+        attrs[K.CL_ANSWER_FORMAT] = "structured"
+        claim_text: list[str] = []
+        ev_claim: list[int] = []
+        ev_chunk: list[str] = []
+        ev_quote: list[str] = []
+        for i, claim in enumerate(claims):
+            claim_text.append(str(_get(claim, "text") or ""))
+            for ev in _get(claim, "evidence") or ():
+                ev_claim.append(i)
+                ev_chunk.append(str(_get(ev, "chunk_id") or ""))
+                ev_quote.append(str(_get(ev, "quote") or ""))
+        attrs[K.CL_CLAIM_TEXT] = claim_text
+        attrs[K.CL_EVIDENCE_CLAIM] = ev_claim
+        attrs[K.CL_EVIDENCE_CHUNK] = ev_chunk
+        attrs[K.CL_EVIDENCE_QUOTE] = ev_quote
+        abstained = _get(answer, "abstained")
+        if isinstance(abstained, bool):
+            attrs[K.CL_ABSTAINED] = abstained
+    else:
+        text = _text(answer) if answer is not None else ""
+        if text is None:
+            raise TypeError(
+                f"cannot read an answer from {type(answer).__name__}; return a string or "
+                "a structured answer with 'text' and 'claims'"
+            )
+        attrs[K.CL_ANSWER_FORMAT] = "prose"
+        abstained = _get(answer, "abstained") if not isinstance(answer, str) else None
+        if isinstance(abstained, bool):
+            attrs[K.CL_ABSTAINED] = abstained
+    text = str(text)
+    state = current_request.get()
+    head = {K.OI_OUTPUT_VALUE: _clip(text), K.OI_OUTPUT_MIME: K.MIME_TEXT}
+    attrs[K.CL_ANSWER] = text
+    if state is not None and state.labels:
+        attrs[K.CL_LABEL_MAP_LABEL] = list(state.labels)
+        attrs[K.CL_LABEL_MAP_CHUNK] = list(state.chunk_ids)
+        attrs[K.CL_LABEL_MAP_DOC] = list(state.doc_ids)
+        attrs[K.CL_LABEL_MAP_VERSION] = list(state.versions)
+    return {**head, **attrs}
+
+
+_RES_FIELDS = (
+    ("marker", K.CL_RES_MARKER),
+    ("doc_id", K.CL_RES_DOC),
+    ("chunk_id", K.CL_RES_CHUNK),
+    ("version", K.CL_RES_VERSION),
+    ("uri", K.CL_RES_URI),
+)
+_REN_FIELDS = (
+    ("label", K.CL_REN_LABEL),
+    ("uri", K.CL_REN_URI),
+    ("title", K.CL_REN_TITLE),
+    ("doc_id", K.CL_REN_DOC),
+    ("chunk_id", K.CL_REN_CHUNK),
+    ("version", K.CL_REN_VERSION),
+)
+
+
+def _rows_attributes(
+    value: Any, fields: Sequence[tuple[str, str]], containers: Sequence[str]
+) -> dict[str, Any]:
+    items: Any = None
+    for name in containers:
+        inner = _get(value, name) if not isinstance(value, list | tuple) else None
+        if isinstance(inner, list | tuple):
+            items = inner
+            break
+    if items is None:
+        items = chunk_items(value)
+    cols: dict[str, list[str]] = {key: [] for _, key in fields}
+    for item in items:
+        for name, key in fields:
+            v = _get(item, name)
+            if v is None and name == "marker":
+                v = _get(item, "label")
+            cols[key].append("" if v is None else str(v))
+    out: dict[str, Any] = dict(cols)
+    out[K.OI_OUTPUT_VALUE] = dumps([{n: cols[k][i] for n, k in fields} for i in range(len(items))]).decode()
+    out[K.OI_OUTPUT_MIME] = K.MIME_JSON
+    return out
+
+
+def resolution_attributes(value: Any) -> dict[str, Any]:
+    """Marker -> doc/chunk/version/uri as the app resolved it."""
+    return _rows_attributes(value, _RES_FIELDS, ("resolved", "citations", "items"))
+
+
+def render_attributes(value: Any) -> dict[str, Any]:
+    """What the user sees: label -> target uri, title and ids where known."""
+    return _rows_attributes(value, _REN_FIELDS, ("citations", "sources", "links", "items"))
+
+
+def chunks_of(value: Any) -> Columns:
+    """Chunks from a retrieval/context return value, as columns."""
+    return to_columns(value)

@@ -1,0 +1,1 @@
+"""citeline's SQL: plain .sql files, loaded with importlib.resources."""

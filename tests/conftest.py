@@ -1,0 +1,93 @@
+"""Shared fixtures: an isolated tracer provider per test, trace-file readers, Phoenix."""
+
+from __future__ import annotations
+
+import os
+
+# citeline's guard re-raises its own bugs under test (user hooks are still swallowed)
+os.environ["CITELINE_STRICT"] = "1"
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from citeline.instrumentation import Citeline, configure
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+pytest_plugins = ["tests.phoenix_server"]
+
+
+def decode_value(v: dict[str, Any]) -> Any:
+    """OTLP/JSON AnyValue -> Python value."""
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return v["boolValue"]
+    if "intValue" in v:
+        return int(v["intValue"])
+    if "doubleValue" in v:
+        return float(v["doubleValue"])
+    if "arrayValue" in v:
+        return [decode_value(x) for x in v["arrayValue"].get("values", [])]
+    raise AssertionError(f"unexpected AnyValue {v}")
+
+
+def read_trace_files(directory: Path) -> list[dict[str, Any]]:
+    """Every span in every OTLP/JSON line under ``directory``, attributes decoded."""
+    spans = []
+    for path in sorted(directory.glob("*.jsonl")):
+        # split on "\n" only: U+0085 and U+2028 are legal inside JSON strings
+        for line in path.read_bytes().split(b"\n"):
+            if not line:
+                continue
+            request = json.loads(line)
+            for rs in request["resourceSpans"]:
+                resource = {a["key"]: decode_value(a["value"]) for a in rs["resource"]["attributes"]}
+                for ss in rs["scopeSpans"]:
+                    for raw in ss["spans"]:
+                        span = dict(raw)
+                        span["attributes"] = {a["key"]: decode_value(a["value"]) for a in raw["attributes"]}
+                        span["resource"] = resource
+                        spans.append(span)
+    return spans
+
+
+@dataclass
+class Tracing:
+    """A configured citeline writing to memory and to a trace folder."""
+
+    handle: Citeline
+    memory: InMemorySpanExporter
+    trace_dir: Path
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.memory.get_finished_spans())
+
+    def by_stage(self, stage: str) -> list[ReadableSpan]:
+        return [s for s in self.spans() if (s.attributes or {}).get("citeline.stage") == stage]
+
+    def file_spans(self) -> list[dict[str, Any]]:
+        self.handle.force_flush()
+        return read_trace_files(self.trace_dir)
+
+
+def make_tracing(tmp_path: Path, **kwargs: Any) -> Tracing:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "test-bot"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    trace_dir = tmp_path / "traces"
+    handle = configure("test-bot", trace_dir=trace_dir, tracer_provider=provider, **kwargs)
+    return Tracing(handle, memory, trace_dir)
+
+
+@pytest.fixture
+def tracing(tmp_path: Path) -> Iterator[Tracing]:
+    t = make_tracing(tmp_path)
+    yield t
+    t.handle.shutdown()

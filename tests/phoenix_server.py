@@ -1,0 +1,90 @@
+"""A real Phoenix server for integration tests: ``phoenix serve`` on free loopback ports.
+
+Started once per test session with a temporary working directory and
+stopped by its process id. Missing Phoenix is a failure, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class PhoenixServer:
+    url: str
+    pid: int
+    workdir: Path
+    log: Path
+
+
+def _phoenix_command() -> list[str]:
+    exe = Path(sys.executable).with_name("phoenix")
+    if exe.exists():
+        return [str(exe), "serve"]
+    found = shutil.which("phoenix")
+    if found:
+        return [found, "serve"]
+    pytest.fail("the `phoenix` command is missing: install the test extras (pip install -e '.[test]')")
+
+
+@pytest.fixture(scope="session")
+def phoenix() -> Iterator[PhoenixServer]:
+    external = os.environ.get("CITELINE_TEST_PHOENIX_URL")
+    if external:  # a server .ci/run or a developer started
+        yield PhoenixServer(external.rstrip("/"), -1, Path(), Path())
+        return
+    workdir = Path(tempfile.mkdtemp(prefix="citeline-phoenix-"))
+    port, grpc = free_port(), free_port()
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(workdir),
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(grpc),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    log = workdir / "phoenix.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(_phoenix_command(), env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"phoenix serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"phoenix serve did not become healthy in 180 s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield PhoenixServer(url, proc.pid, workdir, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
