@@ -3,22 +3,131 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from ._store import BUCKETS, DEFAULT_DB
+
+DOCS = "see README.md and docs/ for more"
+
+
+def _print_result(result: Any, fmt: str) -> None:
+    if fmt == "json":
+        print(json.dumps(result.to_json(), indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    summary = result.summary
+    table = Table(title=f"citeline run {result.run_id}: claims per bucket")
+    table.add_column("bucket")
+    table.add_column("claims", justify="right")
+    for bucket in BUCKETS:
+        table.add_row(bucket, str(summary[bucket]))
+    console.print(table)
+    failing = result.claims.filter(result.claims["bucket"] != "ok")
+    if failing.height:
+        detail = Table(title="failing claims (first 40)")
+        for col in ("case", "claim", "bucket", "stage", "span", "reason"):
+            detail.add_column(col, overflow="fold")
+        for row in failing.head(40).iter_rows(named=True):
+            cells = (
+                row["case_id"] or "",
+                row["gold_claim_id"] or (row["claim_text"] or "")[:40],
+                row["bucket"],
+                row["stage"] or "",
+                row["span_id"] or "",
+                row["reason"] or "",
+            )
+            detail.add_row(*(Text(c) for c in cells))  # reasons hold [brackets]: never markup
+        console.print(detail)
+    if result.skipped:
+        console.print(f"[yellow]{result.skipped} input item(s) skipped:[/yellow]")
+        for p in result.problems()[:20]:
+            console.print(f"  {p}", markup=False, highlight=False)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        pct = 100 * done / total if total else 100
+        print(f"\ringesting {done / 1e6:,.1f} / {total / 1e6:,.1f} MB ({pct:.0f}%)", end="", file=sys.stderr)
+        if done >= total:
+            print(file=sys.stderr)
+
+    return show
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from ._analyze import analyze
+
+    if not Path(args.gold).exists():
+        print(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})", file=sys.stderr)
+        return 2
+    result = analyze(
+        args.db,
+        gold=args.gold,
+        traces=args.traces or None,
+        judge=args.judge,
+        labels=args.labels,
+        progress=_progress(args),
+    )
+    _print_result(result, args.format)
+    for p in result.problems():
+        print(f"citeline: skipped: {p}", file=sys.stderr)
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from ._gold import load_gold
+
+    gold = load_gold(args.gold_file)
+    for e in gold.errors:
+        print(e)
+    print(f"{len(gold.corpus)} chunks, {len(gold.cases)} cases, {len(gold.errors)} problem(s)")
+    return 1 if gold.errors else 0
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from ._calibrate import calibrate
+    from ._judge import JUDGES
+
+    agreement = calibrate(args.labels_file, JUDGES[args.judge]())
+    if args.format == "json":
+        print(json.dumps(agreement.__dict__, indent=2))
+    else:
+        print(
+            f"judge {agreement.judge} on {agreement.n} human-labelled claims: "
+            f"accuracy {agreement.accuracy:.3f}, Cohen's kappa {agreement.kappa:.3f}"
+        )
+        for k, v in agreement.confusion.items():
+            print(f"  human/judge {k}: {v}")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from citeline.examples.policy_bot import PolicyBot, run_sample
+    from citeline.examples.demo import gold_path, run_scenarios
     from citeline.instrumentation import configure
 
-    handle = configure(service_name="policy-bot", trace_dir=args.traces)
-    answers = run_sample(PolicyBot())
+    from ._analyze import analyze
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+    trace_dir = Path(args.traces) / f"run-{stamp}"
+    handle = configure(service_name="policy-bot", trace_dir=trace_dir)
+    run_scenarios()
     handle.shutdown()
-    for answer in answers:
-        print(f"answer: {answer}")
-    files = sorted(Path(args.traces).glob("*.jsonl"))
-    print(f"traces written to {args.traces}/ ({len(files)} file(s))")
+    print(f"example app: traces written to {trace_dir}/", file=sys.stderr)
+    result = analyze(args.db, gold=gold_path(), traces=[trace_dir], judge="rules", progress=None)
+    _print_result(result, args.format)
+    print(f"store: {args.db} (run {result.run_id})", file=sys.stderr)
     return 0
 
 
@@ -27,17 +136,71 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="citeline",
         description="Find which component of a RAG pipeline broke a citation.",
+        epilog=DOCS,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    demo = sub.add_parser(
+
+    def add(name: str, help_: str, example: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=help_,
+            epilog=f"example: {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        return p
+
+    demo = add(
         "demo",
-        help="run the bundled example app and write its traces",
-        description="Run the bundled policy assistant over its sample questions and write "
-        "OTLP/JSON trace files.",
-        epilog="example: citeline demo --traces demo-traces",
+        "run the bundled example app over its gold set, analyze it and print the buckets",
+        "citeline demo",
     )
-    demo.add_argument("--traces", default="citeline-demo-traces", help="folder for trace files")
+    demo.add_argument("--traces", default="citeline-demo-traces", help="folder for the demo's trace files")
+    demo.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    demo.add_argument("--format", choices=("table", "json"), default="table")
     demo.set_defaults(func=_demo)
+
+    an = add(
+        "analyze",
+        "join traces to a gold set and give every claim its failure bucket",
+        "citeline analyze --traces traces/ --gold gold.yaml --format json",
+    )
+    an.add_argument(
+        "--traces",
+        action="append",
+        help="trace file or folder (repeatable); without it, what is already in the store",
+    )
+    an.add_argument(
+        "--gold", required=True, help="gold YAML/JSON file, or a folder with corpus.jsonl + cases.jsonl"
+    )
+    an.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    an.add_argument("--judge", default="rules", choices=("rules",), help="support judge (default rules)")
+    an.add_argument(
+        "--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge"
+    )
+    an.add_argument("--format", choices=("table", "json"), default="table")
+    an.add_argument("--quiet", action="store_true", help="no progress output")
+    an.set_defaults(func=_analyze)
+
+    va = add(
+        "validate",
+        "check a gold file; every problem names file, line/record and field",
+        "citeline validate gold.yaml",
+    )
+    va.add_argument("gold_file")
+    va.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; validate reads no store")
+    va.set_defaults(func=_validate)
+
+    ca = add(
+        "calibrate",
+        "measure a judge against human support labels (accuracy, Cohen's kappa)",
+        "citeline calibrate ../shared/data/expertqa/rand_test.jsonl",
+    )
+    ca.add_argument("labels_file", help="ExpertQA JSONL, or JSONL rows {claim, evidence, label}")
+    ca.add_argument("--judge", default="rules", choices=("rules",))
+    ca.add_argument("--format", choices=("table", "json"), default="table")
+    ca.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; calibrate reads no store")
+    ca.set_defaults(func=_calibrate)
     return parser
 
 

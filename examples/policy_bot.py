@@ -13,6 +13,7 @@ context, as a model citing its context would.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,12 @@ CORPUS: list[Chunk] = [
         "Shipping",
         "Standard shipping takes 3 to 5 business days and costs $4.99.",
     ),
+    _c(
+        "shipping-v1#standard-1",
+        "v1",
+        "Shipping (2024)",
+        "Standard shipping takes 3 to 5 business days and costs $4.99.",
+    ),
     _c("shipping-v2#free-2", "v2", "Shipping", "Orders over $50 ship free within the continental US."),
     _c(
         "warranty-v1#coverage-1",
@@ -135,7 +142,9 @@ class Faults:
     drop_from_context: frozenset[str] = frozenset()  # retrieved but cut before the prompt
     resolver_offset: int = 0  # marker n resolves to context entry n + offset
     resolver_version: str | None = None  # resolver pins every citation to this version
-    render_uri: Mapping[str, str] = field(default_factory=dict)  # label -> wrong link
+    render_uri: Mapping[str, str] = field(default_factory=dict)  # chunk id -> wrong link on the page
+    shuffle_seed: int | None = None  # reorder the context (labels follow the new order)
+    label_offset: int = 0  # number context labels from 1 + offset
     extra_chunks: tuple[Chunk, ...] = ()  # chunks only this request's index holds
 
 
@@ -185,7 +194,11 @@ class PolicyBot:
     @context_assembly
     def build_prompt(self, question: str, hits: list[Chunk], faults: Faults) -> Prompt:
         kept = [h for h in hits if h.chunk_id not in faults.drop_from_context][: faults.context_budget]
-        labelled = [Chunk(**{**_fields(c), "label": str(i + 1)}) for i, c in enumerate(kept)]
+        if faults.shuffle_seed is not None:
+            random.Random(faults.shuffle_seed).shuffle(kept)
+        labelled = [
+            Chunk(**{**_fields(c), "label": str(i + 1 + faults.label_offset)}) for i, c in enumerate(kept)
+        ]
         return Prompt(question, labelled)
 
     @generation
@@ -200,9 +213,12 @@ class PolicyBot:
     def resolve(self, answer: Any, prompt: Prompt, faults: Faults) -> list[dict[str, str]]:
         text = answer if isinstance(answer, str) else answer.get("text", "")
         markers = sorted(set(re.findall(r"\[(\d+)\]", text)), key=int)
+        by_label = {c.label: i for i, c in enumerate(prompt.chunks)}
         out = []
         for marker in markers:
-            i = int(marker) - 1 + faults.resolver_offset
+            if marker not in by_label:
+                continue
+            i = by_label[marker] + faults.resolver_offset
             if not 0 <= i < len(prompt.chunks):
                 continue
             c = prompt.chunks[i]
@@ -224,7 +240,7 @@ class PolicyBot:
         return [
             {
                 "label": r["marker"],
-                "uri": faults.render_uri.get(r["marker"], r["uri"]),
+                "uri": faults.render_uri.get(r["chunk_id"], r["uri"]),
                 "title": titles.get(r["chunk_id"], ""),
             }
             for r in resolved

@@ -1,0 +1,511 @@
+"""One ``analyze`` run: ingest, join to gold, split and judge claims, classify, store.
+
+The relational work is SQL in ``queries/``; Python does only text work
+(splitting answers into claims, similarity, judging), and always over
+*distinct* texts, so a million traces asking the same hundred questions cost
+a hundred splits, not a million.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ._claims import is_factual, split_claims
+from ._gold import GoldError, GoldSet, load_gold
+from ._ingest import IngestReport, Problem, ingest, trace_files
+from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
+from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, run
+
+DEFAULT_ABSTAIN_PHRASES = (
+    "cannot verify",
+    "can't verify",
+    "do not specify",
+    "does not specify",
+    "not enough information",
+    "unable to find",
+    "could not find",
+    "i don't know",
+)
+MIN_SIM = 0.3
+MIN_SHARED_SIM = 0.1
+
+
+@dataclass
+class AnalysisResult:
+    """What one run found; ``claims`` and ``cases`` are polars DataFrames."""
+
+    run_id: str
+    claims: pl.DataFrame
+    cases: pl.DataFrame
+    ingest: IngestReport
+    gold_errors: list[GoldError] = field(default_factory=list)
+    unmatched_traces: int = 0
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = dict.fromkeys(BUCKETS, 0)
+        for bucket, n in self.claims.group_by("bucket").len().iter_rows():
+            counts[bucket] = int(n)
+        return counts
+
+    @property
+    def skipped(self) -> int:
+        return self.ingest.skipped + len(self.gold_errors)
+
+    def problems(self) -> list[str]:
+        return [str(p) for p in self.ingest.problems] + [str(e) for e in self.gold_errors]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON contract of ``citeline analyze --format json`` (DESIGN section 7)."""
+        return {
+            "run_id": self.run_id,
+            "summary": self.summary,
+            "skipped": self.skipped,
+            "problems": self.problems(),
+            "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
+            "claims": self.claims.select(
+                "trace_id",
+                "case_id",
+                "gold_claim_id",
+                "claim_text",
+                "bucket",
+                "stage",
+                "flags",
+                "reason",
+                "span_id",
+            ).to_dicts(),
+        }
+
+
+def _norm_question(q: str) -> str:
+    return " ".join(q.split()).strip().lower()
+
+
+def _register(con: duckdb.DuckDBPyConnection, name: str, df: pl.DataFrame) -> None:
+    """Replace temp table ``name`` with the rows of ``df`` (an empty frame keeps its schema)."""
+    con.register("_frame", df.to_arrow())
+    con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM _frame')
+    con.unregister("_frame")
+
+
+def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
+    from citeline.instrumentation import content_hash
+
+    chunks = pl.DataFrame(
+        [
+            {
+                "chunk_id": c.chunk_id,
+                "doc_id": c.doc_id,
+                "version": c.version,
+                "uri": c.uri,
+                "title": c.title,
+                "text": c.text,
+                "status": c.status,
+                "effective_from": c.effective_from,
+                "effective_to": c.effective_to,
+                "acl": c.acl,
+                "content_hash": content_hash(c.text) if c.text else "",
+            }
+            for c in gold.corpus.values()
+        ],
+        schema={
+            "chunk_id": pl.Utf8,
+            "doc_id": pl.Utf8,
+            "version": pl.Utf8,
+            "uri": pl.Utf8,
+            "title": pl.Utf8,
+            "text": pl.Utf8,
+            "status": pl.Utf8,
+            "effective_from": pl.Date,
+            "effective_to": pl.Date,
+            "acl": pl.List(pl.Utf8),
+            "content_hash": pl.Utf8,
+        },
+    )
+    cases = pl.DataFrame(
+        [
+            {
+                "case_id": c.case_id,
+                "question_norm": _norm_question(c.question),
+                "as_of": c.as_of,
+                "expect": c.expect,
+                "principal_groups": c.principal_groups,
+            }
+            for c in gold.cases.values()
+        ],
+        schema={
+            "case_id": pl.Utf8,
+            "question_norm": pl.Utf8,
+            "as_of": pl.Date,
+            "expect": pl.Utf8,
+            "principal_groups": pl.List(pl.Utf8),
+        },
+    )
+    claims = pl.DataFrame(
+        [
+            {
+                "case_id": case.case_id,
+                "claim_id": c.claim_id,
+                "text": c.text,
+                "facts": c.facts,
+                "bundles": c.support,
+                "contradicts": c.contradicts,
+                "evidence_ids": sorted({x for b in c.support for x in b} | set(c.contradicts)),
+            }
+            for case in gold.cases.values()
+            for c in case.claims
+        ],
+        schema={
+            "case_id": pl.Utf8,
+            "claim_id": pl.Utf8,
+            "text": pl.Utf8,
+            "facts": pl.List(pl.Utf8),
+            "bundles": pl.List(pl.List(pl.Utf8)),
+            "contradicts": pl.List(pl.Utf8),
+            "evidence_ids": pl.List(pl.Utf8),
+        },
+    )
+    _register(con, "t_gold_chunks", chunks)
+    _register(con, "t_gold_cases", cases)
+    _register(con, "t_gold_claims", claims)
+
+
+def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> None:
+    """Split every distinct prose answer once; decide abstention once per answer."""
+    answers = [
+        r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer IS NOT NULL").fetchall()
+    ]
+    structured = {
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'"
+        ).fetchall()
+    }
+    rows: list[dict[str, Any]] = []
+    abstain: list[dict[str, Any]] = []
+    folded_phrases = [fold(p) for p in phrases]
+    for answer in answers:
+        claims = split_claims(answer)
+        cited_factual = False
+        for i, c in enumerate(claims):
+            factual = is_factual(c.text) and not any(p in fold(c.text) for p in folded_phrases)
+            cited_factual = cited_factual or (factual and bool(c.labels))
+            rows.append(
+                {
+                    "answer": answer,
+                    "claim_idx": i,
+                    "text": c.text,
+                    "labels": list(c.labels),
+                    "factual": factual,
+                }
+            )
+        has_phrase = any(p in fold(answer) for p in folded_phrases)
+        abstain.append(
+            {"answer": answer, "abstains": answer not in structured and has_phrase and not cited_factual}
+        )
+    _register(
+        con,
+        "t_answer_claims",
+        pl.DataFrame(
+            rows,
+            schema={
+                "answer": pl.Utf8,
+                "claim_idx": pl.Int64,
+                "text": pl.Utf8,
+                "labels": pl.List(pl.Utf8),
+                "factual": pl.Boolean,
+            },
+        ),
+    )
+    _register(con, "t_abstain", pl.DataFrame(abstain, schema={"answer": pl.Utf8, "abstains": pl.Boolean}))
+
+
+def _similarity_table(con: duckdb.DuckDBPyConnection) -> None:
+    pairs = con.execute(
+        "SELECT DISTINCT t.case_id, g.text, gc.claim_id, gc.text "
+        "FROM t_gen_claims g JOIN t_traces t USING (trace_id) "
+        "JOIN t_gold_claims gc ON gc.case_id = t.case_id "
+        "WHERE g.factual"
+    ).fetchall()
+    rows = [
+        {
+            "case_id": case,
+            "text": text,
+            "claim_id": claim_id,
+            "sim": lexical_similarity(text, gold_text),
+            "num_agree": number_agreement(text, gold_text),
+        }
+        for case, text, claim_id, gold_text in pairs
+    ]
+    _register(
+        con,
+        "t_sim",
+        pl.DataFrame(
+            rows,
+            schema={
+                "case_id": pl.Utf8,
+                "text": pl.Utf8,
+                "claim_id": pl.Utf8,
+                "sim": pl.Float64,
+                "num_agree": pl.Float64,
+            },
+        ),
+    )
+
+
+class _CachedJudge:
+    """Judgments cached in the store by (claim, evidence, facts, quotes, judge name, version)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, judge: Judge) -> None:
+        self.con = con
+        self.judge = judge
+        self.pending: list[tuple[str, str, str, str, str]] = []
+
+    def key(self, claim: str, evidence: list[str], facts: list[str], quotes: list[str]) -> str:
+        blob = json.dumps([self.judge.name, self.judge.version, claim, evidence, facts, quotes])
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def many(self, items: list[tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
+        keys = [self.key(*it) for it in items]
+        cached: dict[str, tuple[str, str]] = {}
+        if keys:
+            self.con.register("_keys", pl.DataFrame({"key": keys}).to_arrow())
+            for k, label, rationale in self.con.execute(
+                "SELECT j.key, j.label, j.rationale FROM judgments j JOIN _keys USING (key)"
+            ).fetchall():
+                cached[k] = (label, rationale)
+            self.con.unregister("_keys")
+        out = []
+        for k, (claim, evidence, facts, quotes) in zip(keys, items, strict=True):
+            if k not in cached:
+                j = self.judge.judge(claim, evidence, facts, quotes)
+                cached[k] = (j.label, j.rationale)
+                self.pending.append((k, self.judge.name, self.judge.version, j.label, j.rationale))
+            out.append(cached[k])
+        return out
+
+    def flush(self) -> None:
+        if self.pending:
+            self.con.executemany("INSERT OR IGNORE INTO judgments VALUES (?, ?, ?, ?, ?)", self.pending)
+            self.pending = []
+
+
+def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJudge) -> None:
+    texts = {cid: c.text for cid, c in gold.corpus.items()}
+    claims = {(case.case_id, c.claim_id): c for case in gold.cases.values() for c in case.claims}
+    matched = con.execute(
+        "SELECT DISTINCT m.case_id, m.claim_id, g.text, list_sort(g.cited), g.quotes "
+        "FROM t_match m JOIN t_gen_claims g ON g.trace_id = m.trace_id AND g.claim_idx = m.claim_idx"
+    ).fetchall()
+    rows = []
+    for case_id, claim_id, text, cited, quotes in matched:
+        gc = claims[(case_id, claim_id)]
+        # quotes are checked against what the claim cites; support against each gold bundle
+        if quotes:
+            ((q_label, q_why),) = judge.many([(text, [texts.get(c, "") for c in cited], [], list(quotes))])
+            if q_label == "contradicted":
+                rows.append(
+                    {
+                        "case_id": case_id,
+                        "claim_id": claim_id,
+                        "text": text,
+                        "cited_key": "|".join(cited),
+                        "label": q_label,
+                        "rationale": q_why,
+                    }
+                )
+                continue
+        bundles = gc.support or [[]]
+        results = judge.many([(text, [texts.get(c, "") for c in b], gc.facts, []) for b in bundles])
+        labels = [r[0] for r in results]
+        pick = next((r for r in results if r[0] == "entailed"), None) or next(
+            (r for r in results if r[0] == "contradicted"), results[0]
+        )
+        if "entailed" not in labels and all(lb == "not_applicable" for lb in labels):
+            pick = ("insufficient", "no gold support text to check the claim against")
+        rows.append(
+            {
+                "case_id": case_id,
+                "claim_id": claim_id,
+                "text": text,
+                "cited_key": "|".join(cited),
+                "label": pick[0],
+                "rationale": pick[1],
+            }
+        )
+    _register(
+        con,
+        "t_judged_gold",
+        pl.DataFrame(
+            rows,
+            schema={
+                "case_id": pl.Utf8,
+                "claim_id": pl.Utf8,
+                "text": pl.Utf8,
+                "cited_key": pl.Utf8,
+                "label": pl.Utf8,
+                "rationale": pl.Utf8,
+            },
+        ),
+    )
+    unmatched = con.execute(
+        "SELECT DISTINCT g.text, list_sort(g.cited), g.quotes FROM t_gen_claims g "
+        "WHERE g.factual AND len(g.cited) > 0 AND NOT EXISTS "
+        "(SELECT 1 FROM t_match m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)"
+    ).fetchall()
+    results = judge.many([(t, [texts.get(c, "") for c in cited], [], list(q)) for t, cited, q in unmatched])
+    _register(
+        con,
+        "t_judged_cited",
+        pl.DataFrame(
+            [
+                {"text": t, "cited_key": "|".join(cited), "label": r[0], "rationale": r[1]}
+                for (t, cited, _), r in zip(unmatched, results, strict=True)
+            ],
+            schema={"text": pl.Utf8, "cited_key": pl.Utf8, "label": pl.Utf8, "rationale": pl.Utf8},
+        ),
+    )
+    judge.flush()
+
+
+def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldError]]:
+    """Human labels (CSV or JSONL with trace_id, claim (gold claim id or claim text), label)."""
+    schema = {"trace_id": pl.Utf8, "claim_key": pl.Utf8, "label": pl.Utf8}
+    if path is None:
+        return pl.DataFrame(schema=schema), []
+    path = Path(path)
+    errors: list[GoldError] = []
+    rows: list[dict[str, str]] = []
+    records: Iterable[tuple[str, Any]]
+    if path.suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as f:
+            records = [(f"line {i + 2}", r) for i, r in enumerate(csv.DictReader(f))]
+    else:
+        records = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                try:
+                    records.append((f"line {n}", json.loads(line)))
+                except ValueError:
+                    errors.append(GoldError(str(path), f"line {n}", "-", "not valid JSON; line skipped"))
+    for where, r in records:
+        label = (r.get("label") or "").strip()
+        if label not in ("entailed", "contradicted", "insufficient", "not_applicable"):
+            errors.append(
+                GoldError(
+                    str(path),
+                    where,
+                    "label",
+                    f"{label!r} is not entailed/contradicted/insufficient/not_applicable",
+                )
+            )
+            continue
+        if not r.get("trace_id") or not r.get("claim"):
+            errors.append(GoldError(str(path), where, "trace_id/claim", "both are required"))
+            continue
+        rows.append({"trace_id": str(r["trace_id"]).lower(), "claim_key": str(r["claim"]), "label": label})
+    return pl.DataFrame(rows, schema=schema), errors
+
+
+def analyze(
+    db: str | Path = DEFAULT_DB,
+    *,
+    gold: str | Path,
+    traces: Sequence[str | Path] | None = None,
+    judge: str = "rules",
+    labels: str | Path | None = None,
+    abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
+    progress: Callable[[int, int], None] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> AnalysisResult:
+    """Classify every claim of every trace that answers a gold case; store the run."""
+    if judge not in JUDGES:
+        raise ValueError(f"unknown judge {judge!r}; available: {', '.join(JUDGES)}")
+    own = con is None
+    con = con or connect(db)
+    try:
+        run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        report = ingest(con, traces, progress=progress) if traces else IngestReport()
+        gold_set = load_gold(gold)
+        human, label_errors = load_human_labels(labels)
+        _gold_tables(con, gold_set)
+        _register(con, "t_human", human)
+        files = [str(f) for f in trace_files(traces)] if traces else None
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
+            {"schema_versions": SCHEMA_VERSIONS, "files": files},
+        )
+        _answer_tables(con, abstain_phrases)
+        con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
+        _similarity_table(con)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE t_match AS " + _sql_text("match_claims"),
+            {"min_sim": MIN_SIM, "min_shared_sim": MIN_SHARED_SIM},
+        )
+        _judge_tables(con, gold_set, _CachedJudge(con, JUDGES[judge]()))
+        con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
+        con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
+        unmatched = int(
+            con.execute(
+                "SELECT count(DISTINCT trace_id) FROM spans WHERE stage = 'request' "
+                "AND trace_id NOT IN (SELECT trace_id FROM t_traces)"
+            ).fetchall()[0][0]
+        )
+        errors = gold_set.errors + label_errors
+        _store_problems(con, run_id, report.problems, errors)
+        claims = con.sql(
+            "SELECT * FROM claim_results WHERE run_id = $r ORDER BY case_id, trace_id, "
+            "gold_claim_id NULLS LAST, claim_text",
+            params={"r": run_id},
+        ).pl()
+        cases = con.sql(
+            "SELECT * FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id", params={"r": run_id}
+        ).pl()
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                started,
+                dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                str(gold),
+                judge,
+                cases.height,
+                claims.height,
+                report.skipped + len(errors),
+            ],
+        )
+        return AnalysisResult(run_id, claims, cases, report, errors, unmatched)
+    finally:
+        if own:
+            con.close()
+
+
+def _sql_text(name: str) -> str:
+    from ._store import sql
+
+    return sql(name).strip().rstrip(";")
+
+
+def _store_problems(
+    con: duckdb.DuckDBPyConnection, run_id: str, problems: list[Problem], errors: list[GoldError]
+) -> None:
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    rows = [(run_id, p.source, p.place, p.field, p.message, now) for p in problems]
+    rows += [(run_id, e.file, e.where, e.field, e.message, now) for e in errors]
+    if rows:
+        con.executemany("INSERT INTO input_problems VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
+__all__ = ["AnalysisResult", "analyze", "run"]

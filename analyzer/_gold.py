@@ -1,0 +1,330 @@
+"""The gold evidence set: load, validate, and say exactly where a problem is.
+
+Accepted forms: one YAML or JSON file with ``corpus`` and ``cases``, or a
+folder holding ``corpus.jsonl`` and ``cases.jsonl``. Every problem names the
+file, the line (YAML, JSONL) or record (JSON), and the field. A bad record
+is skipped; the rest of the set is still usable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXPECT = ("answer", "abstain", "conflict")
+STATUS = ("active", "archived", "deleted")
+_LINE = "__line__"
+
+
+@dataclass(frozen=True)
+class GoldError:
+    """One problem in the gold set, with its place."""
+
+    file: str
+    where: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.where}: {self.field}: {self.message}"
+
+
+@dataclass
+class CorpusChunk:
+    chunk_id: str
+    doc_id: str
+    version: str = ""
+    title: str = ""
+    uri: str = ""
+    text: str = ""
+    effective_from: dt.date | None = None
+    effective_to: dt.date | None = None
+    status: str = "active"
+    acl: list[str] | None = None
+
+
+@dataclass
+class GoldClaim:
+    claim_id: str
+    text: str
+    facts: list[str] = field(default_factory=list)
+    support: list[list[str]] = field(default_factory=list)
+    contradicts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GoldCase:
+    case_id: str
+    question: str
+    as_of: dt.date | None = None
+    principal_id: str = ""
+    principal_groups: list[str] = field(default_factory=list)
+    expect: str = "answer"
+    claims: list[GoldClaim] = field(default_factory=list)
+
+
+@dataclass
+class GoldSet:
+    corpus: dict[str, CorpusChunk] = field(default_factory=dict)
+    cases: dict[str, GoldCase] = field(default_factory=dict)
+    errors: list[GoldError] = field(default_factory=list)
+    source: str = ""
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that remembers the line each mapping starts on."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+    mapping = loader.construct_mapping(node, deep=True)
+    mapping[_LINE] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class _Reader:
+    """Collects errors with their places while records are checked."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.errors: list[GoldError] = []
+
+    def error(self, where: str, fld: str, message: str) -> None:
+        self.errors.append(GoldError(self.file, where, fld, message))
+
+    def text(self, rec: dict[str, Any], where: str, key: str, *, required: bool = False) -> str | None:
+        value = rec.get(key)
+        if value is None or value == "":
+            if required:
+                self.error(where, key, "required field is missing")
+            return None if required else ""
+        if isinstance(value, bool | list | dict):
+            self.error(where, key, f"must be a string, got {type(value).__name__}")
+            return None
+        return str(value)
+
+    def date(self, rec: dict[str, Any], where: str, key: str) -> tuple[bool, dt.date | None]:
+        value = rec.get(key)
+        if value is None or value == "":
+            return True, None
+        if isinstance(value, dt.datetime):
+            return True, value.date()
+        if isinstance(value, dt.date):
+            return True, value
+        try:
+            return True, dt.date.fromisoformat(str(value))
+        except ValueError:
+            self.error(where, key, f"{value!r} is not an ISO date (YYYY-MM-DD)")
+            return False, None
+
+    def str_list(self, rec: dict[str, Any], where: str, key: str) -> list[str] | None:
+        value = rec.get(key)
+        if value is None:
+            return []
+        if isinstance(value, str) or not isinstance(value, list):
+            self.error(where, key, "must be a list of strings")
+            return None
+        return [str(v) for v in value]
+
+
+def _where(rec: Any, fallback: str) -> str:
+    if isinstance(rec, dict) and _LINE in rec:
+        return f"line {rec[_LINE]}"
+    return fallback
+
+
+def _corpus_record(r: _Reader, rec: Any, where: str) -> CorpusChunk | None:
+    if not isinstance(rec, dict):
+        r.error(where, "corpus", "each corpus entry must be a mapping")
+        return None
+    chunk_id = r.text(rec, where, "chunk_id", required=True)
+    doc_id = r.text(rec, where, "doc_id", required=True)
+    ok_from, eff_from = r.date(rec, where, "effective_from")
+    ok_to, eff_to = r.date(rec, where, "effective_to")
+    status = str(rec.get("status") or "active")
+    ok = chunk_id is not None and doc_id is not None and ok_from and ok_to
+    if status not in STATUS:
+        r.error(where, "status", f"{status!r} is not one of {', '.join(STATUS)}")
+        ok = False
+    acl = r.str_list(rec, where, "acl") if "acl" in rec and rec["acl"] is not None else None
+    if "acl" in rec and rec["acl"] is not None and acl is None:
+        ok = False
+    if not ok or chunk_id is None or doc_id is None:
+        return None
+    return CorpusChunk(
+        chunk_id=chunk_id,
+        doc_id=doc_id,
+        version=r.text(rec, where, "version") or "",
+        title=r.text(rec, where, "title") or "",
+        uri=r.text(rec, where, "uri") or "",
+        text=r.text(rec, where, "text") or "",
+        effective_from=eff_from,
+        effective_to=eff_to,
+        status=status,
+        acl=acl,
+    )
+
+
+def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldCase | None:
+    if not isinstance(rec, dict):
+        r.error(where, "cases", "each case must be a mapping")
+        return None
+    case_id = r.text(rec, where, "case_id", required=True)
+    question = r.text(rec, where, "question", required=True)
+    ok_date, as_of = r.date(rec, where, "as_of")
+    expect = str(rec.get("expect") or "answer")
+    ok = case_id is not None and question is not None and ok_date
+    if expect not in EXPECT:
+        r.error(where, "expect", f"{expect!r} is not one of {', '.join(EXPECT)}")
+        ok = False
+    principal = rec.get("principal")
+    pid, groups = "", []
+    if isinstance(principal, str):
+        pid = principal
+    elif isinstance(principal, dict):
+        pid = str(principal.get("id") or "")
+        groups = [str(g) for g in principal.get("groups") or []]
+    elif principal is not None:
+        r.error(where, "principal", "must be an id string or {id: ..., groups: [...]}")
+        ok = False
+    claims: list[GoldClaim] = []
+    seen: set[str] = set()
+    raw_claims = rec.get("claims") or []
+    if not isinstance(raw_claims, list):
+        r.error(where, "claims", "must be a list")
+        raw_claims, ok = [], False
+    for i, c in enumerate(raw_claims):
+        cwhere = _where(c, f"{where} claims[{i}]")
+        claim = _claim_record(r, c, cwhere, corpus)
+        if claim is None:
+            ok = False
+            continue
+        if claim.claim_id in seen:
+            r.error(cwhere, "claim_id", f"duplicate claim_id {claim.claim_id!r} in case {case_id!r}")
+            ok = False
+            continue
+        seen.add(claim.claim_id)
+        claims.append(claim)
+    if expect == "answer" and not raw_claims:
+        r.error(where, "claims", "a case that expects an answer needs at least one claim")
+        ok = False
+    if not ok or case_id is None or question is None:
+        return None
+    return GoldCase(case_id, question, as_of, pid, groups, expect, claims)
+
+
+def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldClaim | None:
+    if not isinstance(c, dict):
+        r.error(where, "claims", "each claim must be a mapping")
+        return None
+    claim_id = r.text(c, where, "claim_id", required=True)
+    text = r.text(c, where, "text", required=True)
+    facts = r.str_list(c, where, "facts")
+    contradicts = r.str_list(c, where, "contradicts")
+    ok = claim_id is not None and text is not None and facts is not None and contradicts is not None
+    bundles: list[list[str]] = []
+    support = c.get("support") or []
+    if not isinstance(support, list) or not all(isinstance(b, list) for b in support):
+        r.error(where, "support", "must be a list of bundles, each a list of chunk ids: [[a], [b, c]]")
+        ok = False
+    else:
+        for b in support:
+            bundle = [str(x) for x in b]
+            for cid in bundle:
+                if cid not in corpus:
+                    r.error(where, "support", f"unknown chunk {cid!r}: add it to the corpus or fix the id")
+                    ok = False
+            bundles.append(bundle)
+    for cid in contradicts or []:
+        if cid not in corpus:
+            r.error(where, "contradicts", f"unknown chunk {cid!r}: add it to the corpus or fix the id")
+            ok = False
+    if not ok or claim_id is None or text is None:
+        return None
+    return GoldClaim(claim_id, text, facts or [], bundles, contradicts or [])
+
+
+def _jsonl(path: Path, r: _Reader) -> Iterator[tuple[Any, str]]:
+    for n, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line), f"line {n}"
+        except ValueError as exc:
+            r.error(f"line {n}", "-", f"not valid JSON ({exc}); the line is skipped")
+
+
+def load_gold(path: str | Path) -> GoldSet:
+    """Load and validate a gold set. Problems land in ``.errors``; bad records are skipped."""
+    path = Path(path)
+    gold = GoldSet(source=str(path))
+    if not path.exists():
+        gold.errors.append(GoldError(str(path), "-", "-", "no such file or folder"))
+        return gold
+    if path.is_dir():
+        corpus_file, cases_file = path / "corpus.jsonl", path / "cases.jsonl"
+        for f in (corpus_file, cases_file):
+            if not f.exists():
+                gold.errors.append(
+                    GoldError(str(f), "-", "-", "missing: a gold folder holds corpus.jsonl and cases.jsonl")
+                )
+        rc, rk = _Reader(str(corpus_file)), _Reader(str(cases_file))
+        corpus_recs = list(_jsonl(corpus_file, rc)) if corpus_file.exists() else []
+        _fill_corpus(gold, rc, corpus_recs)
+        case_recs = list(_jsonl(cases_file, rk)) if cases_file.exists() else []
+        _fill_cases(gold, rk, case_recs)
+        gold.errors.extend(rc.errors + rk.errors)
+        return gold
+    r = _Reader(str(path))
+    try:
+        raw = path.read_text(encoding="utf-8")
+        data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_LineLoader)
+    except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else f"line {getattr(exc, 'lineno', '-')}"
+        gold.errors.append(GoldError(str(path), where, "-", f"cannot parse: {exc}".splitlines()[0]))
+        return gold
+    if not isinstance(data, dict):
+        gold.errors.append(
+            GoldError(str(path), "line 1", "-", "expected a mapping with 'corpus' and 'cases'")
+        )
+        return gold
+    corpus = data.get("corpus") or []
+    cases = data.get("cases") or []
+    if not isinstance(corpus, list) or not isinstance(cases, list):
+        gold.errors.append(GoldError(str(path), "-", "corpus/cases", "both must be lists"))
+        return gold
+    _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]")) for i, rec in enumerate(corpus)])
+    _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]")) for i, rec in enumerate(cases)])
+    gold.errors.extend(r.errors)
+    return gold
+
+
+def _fill_corpus(gold: GoldSet, r: _Reader, records: list[tuple[Any, str]]) -> None:
+    for rec, where in records:
+        chunk = _corpus_record(r, rec, where)
+        if chunk is None:
+            continue
+        if chunk.chunk_id in gold.corpus:
+            r.error(where, "chunk_id", f"duplicate chunk_id {chunk.chunk_id!r}; chunk ids must be unique")
+            continue
+        gold.corpus[chunk.chunk_id] = chunk
+
+
+def _fill_cases(gold: GoldSet, r: _Reader, records: list[tuple[Any, str]]) -> None:
+    for rec, where in records:
+        case = _case_record(r, rec, where, gold.corpus)
+        if case is None:
+            continue
+        if case.case_id in gold.cases:
+            r.error(where, "case_id", f"duplicate case_id {case.case_id!r}")
+            continue
+        gold.cases[case.case_id] = case

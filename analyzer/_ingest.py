@@ -1,0 +1,216 @@
+"""Trace files into the store: DuckDB parses, Python only counts lines and explains failures.
+
+Every file's lines are counted (a byte scan). If DuckDB accepted fewer lines
+than the file holds, the file is re-read line by line to name each bad line;
+this slow path runs only for broken files. Files already ingested at the same
+size are skipped; spans already stored are never added twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import orjson
+
+from ._store import SCHEMA_VERSIONS, run
+
+PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
+BATCH_BYTES = 256 * 1024 * 1024
+NEWLINE = b"\n"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the input that was skipped, with its place."""
+
+    source: str
+    place: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.place}: {self.field}: {self.message}"
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    files_skipped_unchanged: int = 0
+    bytes: int = 0
+    spans_added: int = 0
+    skipped: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+
+def trace_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Trace files named directly or found (recursively) in folders, sorted."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for pattern in PATTERNS:
+                out.extend(x for x in p.rglob(pattern) if x.is_file())
+        elif p.exists():
+            out.append(p)
+    return sorted(set(out))
+
+
+def _read(path: Path) -> bytes:
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    return path.read_bytes()
+
+
+def _line_count(path: Path) -> int:
+    data = _read(path)
+    return sum(1 for line in data.split(b"\n") if line.strip())
+
+
+def _diagnose(path: Path) -> list[Problem]:
+    """Name every line DuckDB could not read: truncated JSON, binary junk, wrong shape."""
+    problems: list[Problem] = []
+    for n, line in enumerate(_read(path).split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or _not_utf8(line) else "invalid JSON"
+            problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
+            continue
+        if not isinstance(doc, dict) or "resourceSpans" not in doc:
+            problems.append(
+                Problem(
+                    str(path),
+                    f"line {n}",
+                    "resourceSpans",
+                    "not an OTLP ExportTraceServiceRequest; line skipped",
+                )
+            )
+    return problems
+
+
+def _not_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _accepted_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, int]:
+    rows = con.execute(
+        "SELECT filename, count(*) FROM read_ndjson_objects($files, filename = true, ignore_errors = true, "
+        "compression = 'auto_detect') WHERE json IS NOT NULL AND json_exists(json, '$.resourceSpans') "
+        "GROUP BY filename",
+        {"files": files},
+    ).fetchall()
+    return {str(name): int(n) for name, n in rows}
+
+
+def _batches(files: list[Path]) -> Iterable[list[Path]]:
+    batch: list[Path] = []
+    size = 0
+    for f in files:
+        fsize = f.stat().st_size
+        if batch and size + fsize > BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(f)
+        size += fsize
+    if batch:
+        yield batch
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> IngestReport:
+    """Read trace files into ``spans``; returns what was read and what was skipped."""
+    report = IngestReport()
+    files = trace_files(paths)
+    for p in map(Path, paths):
+        if not p.exists():
+            report.problems.append(Problem(str(p), "-", "-", "no such file or folder"))
+    known = {
+        (str(path), int(size))
+        for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()
+    }
+    todo = []
+    for f in files:
+        if (str(f), f.stat().st_size) in known:
+            report.files_skipped_unchanged += 1
+        else:
+            todo.append(f)
+    total = sum(f.stat().st_size for f in todo)
+    done = 0
+    for batch in _batches(todo):
+        names = [str(f) for f in batch]
+        before = int(con.execute("SELECT count(*) FROM spans").fetchall()[0][0])
+        accepted = _accepted_lines(con, names)
+        run(con, "ingest_spans", {"files": names})
+        after = int(con.execute("SELECT count(*) FROM spans").fetchall()[0][0])
+        report.spans_added += after - before
+        for f in batch:
+            lines = _line_count(f)
+            bad = lines - accepted.get(str(f), 0)
+            if bad > 0:
+                found = _diagnose(f)
+                report.problems.extend(found)
+                report.skipped += max(bad, len(found))
+            con.execute(
+                "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    str(f),
+                    f.stat().st_size,
+                    lines,
+                    None,
+                    max(bad, 0),
+                    dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                ],
+            )
+            done += f.stat().st_size
+            report.bytes += f.stat().st_size
+            report.files += 1
+        report.problems.extend(_span_problems(con, names))
+        if progress:
+            progress(done, total)
+    report.skipped += sum(1 for p in report.problems if "(trace " in p.place)
+    return report
+
+
+def _line_of(path: str, span_id: str) -> str:
+    """The line holding a span (only looked up for the few spans with problems)."""
+    try:
+        data = _read(Path(path))
+    except OSError:
+        return "line ?"
+    for needle in (f'"spanId":"{span_id}"', f'"spanId":"{span_id.upper()}"', f'"spanId": "{span_id}"'):
+        at = data.find(needle.encode())
+        if at >= 0:
+            return f"line {data.count(NEWLINE, 0, at) + 1}"
+    return "line ?"
+
+
+def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Problem]:
+    """Spans of an unknown schema version, or missing what their stage needs."""
+    rows = run(con, "span_problems", {"files": files, "known": SCHEMA_VERSIONS}).fetchall()
+    out: list[Problem] = []
+    for source, trace_id, span_id, stage, version, fld, unknown in rows:
+        place = f"{_line_of(source, span_id)} (trace {trace_id} span {span_id})"
+        if unknown:
+            message = (
+                f"unknown schema version {version!r}; this analyzer reads "
+                f"{', '.join(SCHEMA_VERSIONS)}: span skipped, upgrade citeline to read it"
+            )
+        else:
+            message = f"{stage} span without {fld}: the stage is left out of this trace's chain"
+        out.append(Problem(source, place, fld, message))
+    return out

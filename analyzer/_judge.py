@@ -1,0 +1,284 @@
+"""Support judges: does this evidence support this claim?
+
+Every judge returns one of ``entailed | contradicted | insufficient |
+not_applicable`` with a short rationale, and has a name and a version so
+its labels can be cached and compared. ``RulesJudge`` is the deterministic,
+offline default: gold facts, values (numbers with units, amounts with
+currency, percentages, dates) compared as values, negation, may/must, quote
+fidelity, and word coverage.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Protocol
+
+LABELS = ("entailed", "contradicted", "insufficient", "not_applicable")
+
+
+@dataclass(frozen=True)
+class Judgment:
+    label: str
+    rationale: str
+
+
+class Judge(Protocol):
+    """What a support judge provides."""
+
+    name: str
+    version: str
+
+    def judge(
+        self, claim: str, evidence: list[str], facts: list[str] | None = None, quotes: list[str] | None = None
+    ) -> Judgment: ...
+
+
+def fold(text: str) -> str:
+    """NFKC, whitespace collapsed, case folded; punctuation kept."""
+    return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
+
+
+_CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₦": "NGN", "₺": "TRY", "₹": "INR"}
+_CURRENCY_CODES = ("usd", "eur", "gbp", "jpy", "ngn", "try", "inr", "cad", "aud", "chf", "tl")
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split()
+    )
+}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_UNITS = {
+    "day": "day",
+    "days": "day",
+    "business day": "bday",
+    "business days": "bday",
+    "week": "week",
+    "weeks": "week",
+    "month": "month",
+    "months": "month",
+    "year": "year",
+    "years": "year",
+    "hour": "hour",
+    "hours": "hour",
+    "minute": "minute",
+    "minutes": "minute",
+    "km": "km",
+    "kg": "kg",
+    "mb": "mb",
+    "gb": "gb",
+    "nights": "night",
+    "night": "night",
+}
+_WORD_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "thirty": 30,
+    "sixty": 60,
+    "ninety": 90,
+}
+
+_NUM = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"
+_MONEY_PRE = re.compile(r"([$€£¥₦₺₹])\s?" + _NUM)
+_MONEY_POST = re.compile(_NUM + r"\s?(" + "|".join(_CURRENCY_CODES) + r")\b")
+_PERCENT = re.compile(_NUM + r"\s?(%|percent\b)")
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_DAY = re.compile(
+    r"\b("
+    + "|".join(sorted(_MONTHS, key=len, reverse=True))
+    + r")\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4})(?!-))?"
+)
+_DAY_MONTH = re.compile(
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+("
+    + "|".join(sorted(_MONTHS, key=len, reverse=True))
+    + r")\b(?:,?\s+(\d{4})(?!-))?"
+)
+_QTY = re.compile(
+    r"(?:"
+    + _NUM
+    + r"|\b("
+    + "|".join(_WORD_NUMBERS)
+    + r"))(?:-|\s)?("
+    + "|".join(sorted(_UNITS, key=len, reverse=True))
+    + r")\b"
+)
+_BARE = re.compile(r"(?<![\w.])" + _NUM + r"(?![\w%])")
+_NEG = re.compile(
+    r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b"
+)
+_MAY = re.compile(r"\b(may|can|could|optional|optionally|allowed)\b")
+_MUST = re.compile(r"\b(must|required|requires|require|shall|mandatory|have to|has to|need to|needs to)\b")
+_WORD = re.compile(r"[a-z][a-z\-']{2,}")
+_STOP = frozenset(
+    "the and for are was were with that this from have has had its their they them there which what when "
+    "where who will would can could may might must shall should into onto than then also only such per "
+    "any all each both more most other some very our your you his her not but does did done being been "
+    "about after before over under within without between these those because while".split()
+)
+
+
+def _num(whole: str, frac: str | None) -> float:
+    return float(whole.replace(",", "") + ("." + frac if frac else ""))
+
+
+Value = tuple[str, str, float]  # (kind, unit, amount)
+
+
+def values(text: str) -> list[Value]:
+    """Numbers that mean something, read as values: money, percent, dates, quantities, bare numbers."""
+    t = fold(text)
+    found: list[tuple[int, int, Value]] = []
+
+    def add(m: re.Match[str], value: Value) -> None:
+        if not any(s < m.end() and m.start() < e for s, e, _ in found):
+            found.append((m.start(), m.end(), value))
+
+    for m in _MONEY_PRE.finditer(t):
+        add(m, ("money", _CURRENCY_SYMBOLS[m.group(1)], _num(m.group(2), m.group(3))))
+    for m in _MONEY_POST.finditer(t):
+        code = m.group(3).upper()
+        add(m, ("money", "TRY" if code == "TL" else code, _num(m.group(1), m.group(2))))
+    for m in _PERCENT.finditer(t):
+        add(m, ("percent", "%", _num(m.group(1), m.group(2))))
+    for m in _ISO_DATE.finditer(t):
+        add(m, ("date", m.group(1), float(int(m.group(2)) * 100 + int(m.group(3)))))
+    for m in _MONTH_DAY.finditer(t):
+        add(m, ("date", m.group(3) or "", float(_MONTHS[m.group(1)] * 100 + int(m.group(2)))))
+    for m in _DAY_MONTH.finditer(t):
+        add(m, ("date", m.group(3) or "", float(_MONTHS[m.group(2)] * 100 + int(m.group(1)))))
+    for m in _QTY.finditer(t):
+        amount = _num(m.group(1), m.group(2)) if m.group(1) else float(_WORD_NUMBERS[m.group(3)])
+        add(m, ("qty", _UNITS[m.group(4)], amount))
+    for m in _BARE.finditer(t):
+        add(m, ("num", "", _num(m.group(1), m.group(2))))
+    return [v for _, _, v in sorted(found)]
+
+
+def _same_value(a: Value, b: Value) -> bool:
+    if a[0] != b[0] or abs(a[2] - b[2]) > 1e-9:
+        return False
+    if a[0] == "date":  # a year on one side only still matches
+        return not a[1] or not b[1] or a[1] == b[1]
+    return a[1] == b[1]
+
+
+def _comparable(a: Value, b: Value) -> bool:
+    """Same kind and unit: a different amount is then a contradiction."""
+    if a[0] != b[0]:
+        return False
+    return a[0] == "date" or a[1] == b[1]
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.strip("-'") for w in _WORD.findall(fold(text)) if w not in _STOP}
+
+
+def _stem(w: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+class RulesJudge:
+    """Deterministic, offline support judge."""
+
+    name = "rules"
+    version = "1"
+
+    def __init__(self, coverage: float = 0.6) -> None:
+        self.coverage = coverage
+
+    def judge(
+        self, claim: str, evidence: list[str], facts: list[str] | None = None, quotes: list[str] | None = None
+    ) -> Judgment:
+        evidence = [e for e in evidence if e and e.strip()]
+        if not evidence:
+            return Judgment("not_applicable", "no evidence text to judge against")
+        ev = " ".join(evidence)
+        ev_fold, claim_fold = fold(ev), fold(claim)
+        for q in quotes or []:
+            if q and fold(q) not in ev_fold:
+                return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
+        claim_values, ev_values = values(claim), values(ev)
+        for fact in facts or []:
+            fvals = values(fact)
+            if fvals:
+                if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
+                    wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
+                    if wrong:
+                        return Judgment(
+                            "contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}"
+                        )
+                    return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+            elif fold(fact) not in claim_fold:
+                return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+        for v in claim_values:
+            if any(_same_value(v, e) for e in ev_values):
+                continue
+            rivals = [e for e in ev_values if _comparable(v, e) and v[0] != "num"]
+            if rivals:
+                return Judgment("contradicted", f"claim says {_show(v)}, evidence says {_show(rivals[0])}")
+            if v[0] != "num":
+                return Judgment("insufficient", f"evidence does not state {_show(v)}")
+        if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and _shared_ratio(claim, ev) >= 0.5:
+            return Judgment("contradicted", "negation differs between claim and evidence")
+        c_must, e_must = bool(_MUST.search(claim_fold)), bool(_MUST.search(ev_fold))
+        c_may, e_may = bool(_MAY.search(claim_fold)), bool(_MAY.search(ev_fold))
+        if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
+            return Judgment("contradicted", "obligation differs (may vs must)")
+        ratio = _shared_ratio(claim, ev)
+        if ratio >= self.coverage:
+            return Judgment("entailed", f"{ratio:.0%} of the claim's words are in the evidence; values agree")
+        return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in the evidence")
+
+
+def _shared_ratio(claim: str, evidence: str) -> float:
+    words = {_stem(w) for w in _content_words(claim)}
+    if not words:
+        return 1.0
+    ev = {_stem(w) for w in _content_words(evidence)}
+    return len(words & ev) / len(words)
+
+
+def _show(v: Value) -> str:
+    kind, unit, amount = v
+    n = f"{amount:g}"
+    if kind == "money":
+        return f"{n} {unit}"
+    if kind == "percent":
+        return f"{n}%"
+    if kind == "date":
+        month, day = divmod(int(amount), 100)
+        return f"{unit + '-' if unit else ''}{month:02d}-{day:02d}"
+    return f"{n} {unit}".strip()
+
+
+def number_agreement(a: str, b: str) -> float:
+    """Share of the numbers written in ``b`` that ``a`` writes too (a tie-breaker for matching)."""
+    na = set(re.findall(r"\d+(?:\.\d+)?", a))
+    nb = set(re.findall(r"\d+(?:\.\d+)?", b))
+    return len(na & nb) / len(nb) if nb else 0.0
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """Word overlap ignoring numbers (so '60 days' still meets the '30 days' claim it gets wrong)."""
+    wa = {_stem(w) for w in _content_words(a)}
+    wb = {_stem(w) for w in _content_words(b)}
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+JUDGES: dict[str, type[RulesJudge]] = {"rules": RulesJudge}

@@ -1,0 +1,290 @@
+"""Synthetic traces + gold shaped like the example app, written fast for benchmarks.
+
+Each trace: 6 spans (request, retrieval of 20 chunks, context of 8, a prose
+generation with 3 cited claims, resolution, render), encoded exactly as
+``configure(trace_dir=...)`` writes them, one trace per line. ``CASES``
+distinct cases rotate through the traces; a share of them carry a fault so
+every bucket path of the classifier is exercised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+CASES = 500
+CHUNKS_PER_DOC = 4
+DOCS = 400
+
+
+def _sv(v: str) -> dict[str, Any]:
+    return {"stringValue": v}
+
+
+def _arr(values: list[str]) -> dict[str, Any]:
+    return {"arrayValue": {"values": [{"stringValue": v} for v in values]}}
+
+
+def _darr(values: list[float]) -> dict[str, Any]:
+    return {"arrayValue": {"values": [{"doubleValue": v} for v in values]}}
+
+
+def _kv(k: str, v: dict[str, Any]) -> dict[str, Any]:
+    return {"key": k, "value": v}
+
+
+def chunk_id(doc: int, part: int) -> str:
+    return f"doc{doc}-v2#p{part}"
+
+
+def chunk_text(doc: int, part: int) -> str:
+    return f"Policy {doc} section {part}: items may be returned within {10 + (doc + part) % 50} days."
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
+
+
+def case_plan(case: int) -> dict[str, Any]:
+    """Which chunks a case needs and how its traces go wrong (deterministic per case)."""
+    rng = random.Random(case)
+    doc = rng.randrange(DOCS)
+    support = [chunk_id(doc, p) for p in range(3)]
+    fault = ["ok", "ok", "ok", "miss", "drop", "wrong_fact", "invalid", "uncited"][case % 8]
+    return {"case": case, "doc": doc, "support": support, "fault": fault}
+
+
+def gold(path: Path) -> None:
+    """A JSON gold file for the synthetic cases."""
+    corpus = [
+        {
+            "chunk_id": chunk_id(d, p),
+            "doc_id": f"doc{d}",
+            "version": "v2",
+            "title": f"Policy {d}",
+            "uri": f"https://kb.example.com/doc{d}/v2#p{p}",
+            "text": chunk_text(d, p),
+        }
+        for d in range(DOCS)
+        for p in range(CHUNKS_PER_DOC)
+    ]
+    cases = []
+    for c in range(CASES):
+        plan = case_plan(c)
+        d = plan["doc"]
+        cases.append(
+            {
+                "case_id": f"case-{c}",
+                "question": f"What is the return window of policy {d} (case {c})?",
+                "as_of": "2026-08-10",
+                "expect": "answer",
+                "claims": [
+                    {
+                        "claim_id": f"c{p}",
+                        "text": f"Section {p} items may be returned within {10 + (d + p) % 50} days.",
+                        "facts": [f"{10 + (d + p) % 50} days"],
+                        "support": [[chunk_id(d, p)]],
+                    }
+                    for p in range(3)
+                ],
+            }
+        )
+    path.write_bytes(orjson.dumps({"corpus": corpus, "cases": cases}))
+
+
+def trace_line(i: int, rng: random.Random) -> bytes:
+    plan = case_plan(i % CASES)
+    d = plan["doc"]
+    fault = plan["fault"]
+    trace_id = f"{i + 1:032x}"
+    sid = [f"{i * 8 + k + 1:016x}" for k in range(6)]
+    t0 = 1_780_000_000_000_000_000 + i * 1_000_000
+    retrieved_parts = [(d, p) for p in range(CHUNKS_PER_DOC)]
+    others = [(rng.randrange(DOCS), rng.randrange(CHUNKS_PER_DOC)) for _ in range(20 - CHUNKS_PER_DOC)]
+    if fault == "miss":
+        retrieved_parts = [(d, 0), (d, 1), (d, 3), others[0]]
+    retrieved = retrieved_parts + others[: 20 - len(retrieved_parts)]
+    context = retrieved[:8]
+    if fault == "drop":
+        context = [retrieved[0], retrieved[1], *retrieved[3:10]][:8]
+    ctx_ids = [chunk_id(a, b) for a, b in context]
+    label_of = {cid: str(k + 1) for k, cid in enumerate(ctx_ids)}
+    sentences = []
+    for p in range(3):
+        days = 10 + (d + p) % 50
+        if fault == "wrong_fact" and p == 1:
+            days += 7
+        cite = label_of.get(chunk_id(d, p))
+        marker = f" [{cite}]" if cite else ""
+        if fault == "invalid" and p == 2:
+            marker = " [42]"
+        if fault == "uncited" and p == 0:
+            marker = ""
+        sentences.append(f"Section {p} items may be returned within {days} days{marker}.")
+    answer = " ".join(sentences)
+    markers = sorted({label_of[chunk_id(d, p)] for p in range(3) if chunk_id(d, p) in label_of}, key=int)
+
+    def span(
+        k: int, name: str, stage: str, attrs: list[dict[str, Any]], parent: str | None
+    ) -> dict[str, Any]:
+        s: dict[str, Any] = {
+            "traceId": trace_id,
+            "spanId": sid[k],
+            "name": name,
+            "kind": 1,
+            "startTimeUnixNano": str(t0 + k * 1000),
+            "endTimeUnixNano": str(t0 + k * 1000 + 500),
+            "attributes": [
+                _kv("citeline.schema_version", _sv("1")),
+                _kv("citeline.stage", _sv(stage)),
+                *attrs,
+            ],
+        }
+        if parent:
+            s["parentSpanId"] = parent
+        return s
+
+    def chunk_attrs(parts: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        cids = [chunk_id(a, b) for a, b in parts]
+        return [
+            _kv("citeline.chunks.count", {"intValue": str(len(parts))}),
+            _kv("citeline.chunks.doc_id", _arr([f"doc{a}" for a, _ in parts])),
+            _kv("citeline.chunks.chunk_id", _arr(cids)),
+            _kv("citeline.chunks.version", _arr(["v2"] * len(parts))),
+            _kv("citeline.chunks.content_hash", _arr([_hash(chunk_text(a, b)) for a, b in parts])),
+            _kv("citeline.chunks.uri", _arr([f"https://kb.example.com/doc{a}/v2#p{b}" for a, b in parts])),
+            _kv("citeline.chunks.title", _arr([f"Policy {a}" for a, _ in parts])),
+            _kv("citeline.chunks.score", _darr([round(1 / (k + 1), 4) for k in range(len(parts))])),
+        ]
+
+    question = f"What is the return window of policy {d} (case {i % CASES})?"
+    spans = [
+        span(
+            0,
+            "request",
+            "request",
+            [
+                _kv("openinference.span.kind", _sv("CHAIN")),
+                _kv("citeline.request.question", _sv(question)),
+                _kv("citeline.request.case_id", _sv(f"case-{i % CASES}")),
+                _kv("citeline.request.principal.id", _sv("u1")),
+                _kv("citeline.request.principal.groups", _arr(["staff"])),
+                _kv("citeline.request.as_of", _sv("2026-08-10")),
+            ],
+            None,
+        ),
+        span(
+            1,
+            "search",
+            "retrieval",
+            [_kv("openinference.span.kind", _sv("RETRIEVER")), *chunk_attrs(retrieved)],
+            sid[0],
+        ),
+        span(
+            2,
+            "build_prompt",
+            "context",
+            [
+                _kv("openinference.span.kind", _sv("RERANKER")),
+                *chunk_attrs(context),
+                _kv("citeline.chunks.label", _arr(list(label_of.values()))),
+            ],
+            sid[0],
+        ),
+        span(
+            3,
+            "answer",
+            "generation",
+            [
+                _kv("openinference.span.kind", _sv("LLM")),
+                _kv("output.value", _sv(answer)),
+                _kv("citeline.generation.answer", _sv(answer)),
+                _kv("citeline.generation.format", _sv("prose")),
+                _kv("citeline.generation.context.label", _arr(list(label_of.values()))),
+                _kv("citeline.generation.context.chunk_id", _arr(ctx_ids)),
+                _kv("citeline.generation.context.doc_id", _arr([f"doc{a}" for a, _ in context])),
+                _kv("citeline.generation.context.version", _arr(["v2"] * len(context))),
+            ],
+            sid[0],
+        ),
+        span(
+            4,
+            "resolve",
+            "resolution",
+            [
+                _kv("openinference.span.kind", _sv("CHAIN")),
+                _kv("citeline.resolution.marker", _arr(markers)),
+                _kv("citeline.resolution.doc_id", _arr([ctx_ids[int(m) - 1].split("-")[0] for m in markers])),
+                _kv("citeline.resolution.chunk_id", _arr([ctx_ids[int(m) - 1] for m in markers])),
+                _kv("citeline.resolution.version", _arr(["v2" for _ in markers])),
+                _kv(
+                    "citeline.resolution.uri",
+                    _arr(
+                        [
+                            f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}"
+                            for m in markers
+                        ]
+                    ),
+                ),
+            ],
+            sid[0],
+        ),
+        span(
+            5,
+            "to_html",
+            "render",
+            [
+                _kv("openinference.span.kind", _sv("CHAIN")),
+                _kv("citeline.render.label", _arr(markers)),
+                _kv(
+                    "citeline.render.uri",
+                    _arr(
+                        [
+                            f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}"
+                            for m in markers
+                        ]
+                    ),
+                ),
+                _kv("citeline.render.title", _arr([f"Policy {d}" for _ in markers])),
+            ],
+            sid[0],
+        ),
+    ]
+    req = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [_kv("service.name", _sv("synthetic-bot"))]},
+                "scopeSpans": [{"scope": {"name": "citeline", "version": "0.1.0"}, "spans": spans}],
+            }
+        ]
+    }
+    return orjson.dumps(req) + b"\n"
+
+
+def write_traces(directory: Path, n: int, *, per_file: int = 50_000, seed: int = 7) -> int:
+    """Write ``n`` traces into ``directory``; returns the bytes written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    total = 0
+    for start in range(0, n, per_file):
+        path = directory / f"synthetic-{start // per_file:05d}.jsonl"
+        with open(path, "wb") as f:
+            buf = [trace_line(i, rng) for i in range(start, min(n, start + per_file))]
+            data = b"".join(buf)
+            f.write(data)
+            total += len(data)
+    return total
+
+
+if __name__ == "__main__":
+    import sys
+
+    out = Path(sys.argv[1])
+    size = write_traces(out / "traces", int(sys.argv[2]))
+    gold(out / "gold.json")
+    print(f"{size / 1e6:.1f} MB in {out}/traces, gold in {out}/gold.json ({os.cpu_count()} cores)")

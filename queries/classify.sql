@@ -1,0 +1,249 @@
+-- classify.sql: every claim's flags, its one primary bucket, and where the chain broke.
+-- Purpose: the classification. Rows are (trace, gold claim) -- plus one "(abstain)" row
+--   per trace of an expect: abstain case -- and every factual generated claim that
+--   matches no gold claim. The evidence chain is walked in order:
+--   retrieved -> in context -> cited -> resolved -> rendered; the primary bucket is the
+--   first flag in the order of DESIGN section 5 (most urgent repair first).
+-- Grain: one row per classified claim.
+-- Parameters: $run_id (VARCHAR).
+-- Reads: t_traces, t_gold_claims, t_gold_chunks, t_gen_claims, t_match,
+--   t_judged_gold (case_id, claim_id, text, cited_key, label, rationale),
+--   t_judged_cited (text, cited_key, label, rationale), t_abstain (answer, abstains),
+--   t_human (trace_id, claim_key, label).
+WITH
+-- 1. every chunk each stage exposed, in chain order
+res_rows AS (
+    SELECT trace_id, resolution_span,
+           unnest(res_marker) AS marker, unnest(res_chunk_id) AS chunk_id,
+           unnest(res_version) AS version, unnest(res_uri) AS uri
+    FROM t_traces WHERE resolution_span IS NOT NULL
+),
+ren_raw AS (
+    SELECT trace_id, render_span,
+           unnest(ren_label) AS label, unnest(ren_uri) AS uri, unnest(ren_chunk_id) AS chunk_id
+    FROM t_traces WHERE render_span IS NOT NULL
+),
+ren_rows AS (    -- rendered links, ids recovered from the uri where the corpus knows it
+    SELECT r.trace_id, r.render_span, r.label, r.uri,
+           coalesce(nullif(r.chunk_id, ''), c.chunk_id) AS chunk_id
+    FROM ren_raw AS r
+    LEFT JOIN t_gold_chunks AS c ON c.uri = r.uri AND c.uri <> ''
+),
+exposure AS (
+    SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id
+    FROM t_traces
+    UNION ALL
+    SELECT trace_id, 2, 'context', context_span, unnest(context) FROM t_traces
+    UNION ALL
+    SELECT g.trace_id, 3, 'generation', t.generation_span, unnest(g.cited)
+    FROM t_gen_claims AS g JOIN t_traces AS t USING (trace_id)
+    UNION ALL
+    SELECT trace_id, 5, 'render', render_span, chunk_id FROM ren_rows
+),
+violations AS (  -- 2. access: anything outside the principal's ACL, at the first stage it reached
+    SELECT e.trace_id,
+           min_by(e.stage, e.stage_no) AS stage,
+           min_by(e.span_id, e.stage_no) AS span_id,
+           list_sort(list_distinct(list(e.chunk_id))) AS chunks
+    FROM exposure AS e
+    JOIN t_traces AS t USING (trace_id)
+    JOIN t_gold_chunks AS c ON c.chunk_id = e.chunk_id
+    WHERE c.acl IS NOT NULL AND NOT list_has_any(c.acl, t.principal_groups)
+    GROUP BY e.trace_id
+),
+stale AS (       -- 3. freshness: cited chunks not in force at as_of
+    SELECT g.trace_id, g.claim_idx,
+           string_agg(c.chunk_id || ' (' || CASE
+               WHEN c.status <> 'active' THEN c.status
+               WHEN c.effective_from > t.as_of THEN 'not in force until ' || c.effective_from
+               ELSE 'superseded on ' || c.effective_to END || ')', ', ' ORDER BY c.chunk_id) AS what
+    FROM t_gen_claims AS g
+    JOIN t_traces AS t USING (trace_id)
+    CROSS JOIN unnest(g.cited) AS u(chunk_id)
+    JOIN t_gold_chunks AS c ON c.chunk_id = u.chunk_id
+    WHERE c.status <> 'active' OR c.effective_from > t.as_of OR c.effective_to <= t.as_of
+    GROUP BY g.trace_id, g.claim_idx
+),
+label_checks AS ( -- 9. resolution: what each marker meant vs what the app resolved and rendered
+    SELECT g.trace_id, g.claim_idx, l.label,
+           t.map_chunk_id[list_position(t.map_label, l.label)] AS meant_chunk,
+           t.map_version[list_position(t.map_label, l.label)] AS meant_version,
+           t.resolution_span, t.render_span,
+           r.chunk_id AS res_chunk, r.version AS res_version, r.uri AS res_uri,
+           rr.uri AS ren_uri, rr.chunk_id AS ren_chunk, rr.label AS ren_label
+    FROM t_gen_claims AS g
+    JOIN t_traces AS t USING (trace_id)
+    CROSS JOIN unnest(g.labels) AS l(label)
+    LEFT JOIN res_rows AS r ON r.trace_id = g.trace_id AND r.marker = l.label
+    LEFT JOIN ren_rows AS rr ON rr.trace_id = g.trace_id AND rr.label = l.label
+    WHERE list_contains(t.map_label, l.label)
+),
+mis_resolved AS (
+    SELECT trace_id, claim_idx,
+           bool_or(resolution_span IS NOT NULL AND (res_chunk IS NULL OR res_chunk <> meant_chunk
+                   OR (coalesce(meant_version, '') <> '' AND coalesce(res_version, '') <> ''
+                       AND res_version <> meant_version))) AS res_bad,
+           bool_or(render_span IS NOT NULL AND (ren_label IS NULL OR ren_chunk IS DISTINCT FROM meant_chunk
+                   OR (res_uri IS NOT NULL AND ren_uri <> res_uri))) AS ren_bad,
+           string_agg(CASE WHEN resolution_span IS NOT NULL AND (res_chunk IS NULL OR res_chunk <> meant_chunk
+                              OR (coalesce(meant_version, '') <> '' AND coalesce(res_version, '') <> ''
+                                  AND res_version <> meant_version))
+                           THEN '[' || label || '] meant ' || meant_chunk || ' but resolved to '
+                                || coalesce(res_chunk || ' ' || coalesce(res_version, ''), 'nothing') END, '; ') AS res_what,
+           string_agg(CASE WHEN render_span IS NOT NULL AND (ren_label IS NULL OR ren_chunk IS DISTINCT FROM meant_chunk
+                              OR (res_uri IS NOT NULL AND ren_uri <> res_uri))
+                           THEN '[' || label || '] meant ' || meant_chunk || ' but the page links '
+                                || coalesce(ren_uri, 'nothing') END, '; ') AS ren_what
+    FROM label_checks
+    GROUP BY trace_id, claim_idx
+),
+-- 4. the rows to classify
+gold_rows AS (
+    SELECT t.trace_id, t.case_id, gc.claim_id AS gold_claim_id, gc.bundles, m.claim_idx
+    FROM t_traces AS t
+    JOIN t_gold_claims AS gc USING (case_id)
+    LEFT JOIN t_match AS m ON m.trace_id = t.trace_id AND m.claim_id = gc.claim_id
+    UNION ALL
+    SELECT t.trace_id, t.case_id, '(abstain)', []::VARCHAR[][], NULL
+    FROM t_traces AS t WHERE t.expect = 'abstain'
+),
+unmatched_rows AS (
+    SELECT g.trace_id, t.case_id, NULL::VARCHAR AS gold_claim_id, []::VARCHAR[][] AS bundles, g.claim_idx
+    FROM t_gen_claims AS g
+    JOIN t_traces AS t USING (trace_id)
+    WHERE g.factual
+      AND NOT EXISTS (SELECT 1 FROM t_match AS m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)
+),
+rows AS (
+    SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows
+),
+judged AS (
+    SELECT r.*, t.expect, t.retrieved, t.context, t.as_of, t.started_at,
+           t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
+           coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
+           g.text AS gen_text, coalesce(g.cited, []) AS cited, coalesce(g.invalid, []) AS invalid,
+           coalesce(h.label, jg.label, jc.label) AS support_label,
+           CASE WHEN h.label IS NOT NULL THEN 'human label' ELSE coalesce(jg.rationale, jc.rationale) END AS rationale,
+           len(r.bundles) > 0 AS has_bundles
+    FROM rows AS r
+    JOIN t_traces AS t USING (trace_id)
+    LEFT JOIN t_abstain AS a ON a.answer = t.answer
+    LEFT JOIN t_gen_claims AS g ON g.trace_id = r.trace_id AND g.claim_idx = r.claim_idx
+    LEFT JOIN t_judged_gold AS jg
+           ON r.gold_claim_id IS NOT NULL AND jg.case_id = r.case_id AND jg.claim_id = r.gold_claim_id AND jg.text = g.text
+          AND jg.cited_key = array_to_string(list_sort(g.cited), '|')
+    LEFT JOIN t_judged_cited AS jc
+           ON r.gold_claim_id IS NULL AND jc.text = g.text
+          AND jc.cited_key = array_to_string(list_sort(g.cited), '|')
+    LEFT JOIN t_human AS h
+           ON h.trace_id = r.trace_id AND h.claim_key = coalesce(r.gold_claim_id, g.text)
+),
+-- 5. the flags, one column per bucket, in chain order
+flagged AS (
+    SELECT j.*,
+           v.trace_id IS NOT NULL AS f_access,
+           len(j.invalid) > 0 AS f_invalid,
+           s.what IS NOT NULL AS f_fresh,
+           j.has_bundles AND NOT list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.retrieved, b)))
+               AS f_miss,
+           j.has_bundles AND list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.retrieved, b)))
+               AND NOT list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.context, b))) AS f_drop,
+           CASE
+               WHEN j.gold_claim_id = '(abstain)' THEN NOT j.abstains
+               WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NULL
+                    OR j.support_label IN ('contradicted', 'insufficient')
+               ELSE len(j.cited) > 0 AND j.support_label IN ('contradicted', 'insufficient')
+           END AS f_ground,
+           CASE
+               WHEN j.gold_claim_id = '(abstain)' THEN false
+               WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NOT NULL AND j.support_label = 'entailed'
+                    AND len(j.cited) = 0
+               ELSE len(j.cited) = 0
+           END AS f_uncited,
+           j.gold_claim_id IS NOT NULL AND j.has_bundles AND j.claim_idx IS NOT NULL AND j.support_label = 'entailed'
+               AND len(j.cited) > 0
+               AND NOT list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.cited, b))) AS f_attr,
+           coalesce(mr.res_bad, false) AS f_res,
+           coalesce(mr.ren_bad, false) AS f_ren,
+           v.stage AS access_stage, v.span_id AS access_span, v.chunks AS access_chunks,
+           s.what AS stale_what, mr.res_what, mr.ren_what
+    FROM judged AS j
+    LEFT JOIN violations AS v USING (trace_id)
+    LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
+    LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
+),
+-- 6. the first flag wins
+bucketed AS (
+    SELECT f.*,
+           CASE
+               WHEN f_access THEN 'access_violation'
+               WHEN f_invalid THEN 'invalid_citation'
+               WHEN f_fresh THEN 'freshness'
+               WHEN f_miss THEN 'retrieval_miss'
+               WHEN f_drop THEN 'context_drop'
+               WHEN f_ground THEN 'grounding'
+               WHEN f_uncited THEN 'uncited'
+               WHEN f_attr THEN 'attribution'
+               WHEN f_res OR f_ren THEN 'resolution'
+               ELSE 'ok'
+           END AS bucket
+    FROM flagged AS f
+)
+SELECT
+    $run_id AS run_id,
+    trace_id,
+    case_id,
+    gold_claim_id,
+    gen_text AS claim_text,
+    bucket,
+    CASE bucket
+        WHEN 'access_violation' THEN access_stage
+        WHEN 'freshness' THEN 'retrieval'
+        WHEN 'retrieval_miss' THEN 'retrieval'
+        WHEN 'context_drop' THEN 'context'
+        WHEN 'resolution' THEN CASE WHEN f_res THEN 'resolution' ELSE 'render' END
+        WHEN 'ok' THEN NULL
+        ELSE 'generation'
+    END AS stage,
+    CASE bucket
+        WHEN 'access_violation' THEN access_span
+        WHEN 'freshness' THEN retrieval_span
+        WHEN 'retrieval_miss' THEN retrieval_span
+        WHEN 'context_drop' THEN context_span
+        WHEN 'resolution' THEN CASE WHEN f_res THEN resolution_span ELSE render_span END
+        WHEN 'ok' THEN NULL
+        ELSE generation_span
+    END AS span_id,
+    list_filter([
+        CASE WHEN f_access THEN 'access_violation' END,
+        CASE WHEN f_invalid THEN 'invalid_citation' END,
+        CASE WHEN f_fresh THEN 'freshness' END,
+        CASE WHEN f_miss THEN 'retrieval_miss' END,
+        CASE WHEN f_drop THEN 'context_drop' END,
+        CASE WHEN f_ground THEN 'grounding' END,
+        CASE WHEN f_uncited THEN 'uncited' END,
+        CASE WHEN f_attr THEN 'attribution' END,
+        CASE WHEN f_res OR f_ren THEN 'resolution' END
+    ], lambda x: x IS NOT NULL) AS flags,
+    CASE bucket
+        WHEN 'access_violation' THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
+        WHEN 'invalid_citation' THEN 'cites ' || array_to_string(invalid, ', ') || ', which the model was not given'
+        WHEN 'freshness' THEN 'cites ' || stale_what
+        WHEN 'retrieval_miss' THEN 'no support bundle was fully retrieved (needs one of '
+             || array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'), ' or ') || ')'
+        WHEN 'context_drop' THEN 'support was retrieved but not all of it reached the model'
+        WHEN 'grounding' THEN CASE
+             WHEN gold_claim_id = '(abstain)' THEN 'answered where it should abstain'
+             WHEN gold_claim_id IS NOT NULL AND claim_idx IS NULL THEN CASE WHEN abstains
+                  THEN 'abstained although the evidence was in context' ELSE 'required claim left out' END
+             ELSE support_label || ': ' || coalesce(rationale, '') END
+        WHEN 'uncited' THEN 'factual claim without a citation'
+        WHEN 'attribution' THEN 'right claim, but cites ' || array_to_string(list_sort(cited), ', ')
+             || ', which is no support bundle'
+        WHEN 'resolution' THEN coalesce(res_what, ren_what)
+        ELSE 'supported, cited and resolved as the gold set says'
+    END AS reason,
+    support_label,
+    list_sort(cited) AS cited_chunks,
+    started_at AS trace_started_at
+FROM bucketed

@@ -1,0 +1,39 @@
+-- gen_claims.sql: one row per generated claim of a trace, with what it cites.
+-- Purpose: turn markers into chunk ids through the label map recorded at generation
+--   time (never through positions). Prose answers come split by Python
+--   (t_answer_claims); structured answers carry claims and chunk ids already.
+-- Grain: one row per (trace, claim_idx).
+-- Parameters: none. Reads: t_traces, t_answer_claims (answer, claim_idx, text, labels, factual).
+WITH prose AS (
+    SELECT t.trace_id, a.claim_idx, a.text, a.labels, a.factual,
+           list_transform(a.labels, lambda l: t.map_chunk_id[list_position(t.map_label, l)]) AS mapped,
+           list_filter(a.labels, lambda l: NOT list_contains(t.map_label, l)) AS invalid,
+           []::VARCHAR[] AS quotes
+    FROM t_traces AS t
+    JOIN t_answer_claims AS a ON a.answer = t.answer
+    WHERE t.answer_format IS DISTINCT FROM 'structured'
+),
+structured AS (
+    SELECT t.trace_id, i - 1 AS claim_idx, t.claim_text[i] AS text,
+           []::VARCHAR[] AS labels, true AS factual,
+           list_filter(list_transform(list_zip(t.evidence_claim, t.evidence_chunk),
+                                      lambda e: CASE WHEN e[1] = i - 1 THEN e[2] END),
+                       lambda c: c IS NOT NULL) AS mapped,
+           list_filter(list_transform(list_zip(t.evidence_claim, t.evidence_chunk),
+                                      lambda e: CASE WHEN e[1] = i - 1 AND NOT list_contains(t.context, e[2]) THEN e[2] END),
+                       lambda c: c IS NOT NULL) AS invalid,
+           list_filter(list_transform(list_zip(t.evidence_claim, t.evidence_quote),
+                                      lambda e: CASE WHEN e[1] = i - 1 AND e[2] <> '' THEN e[2] END),
+                       lambda c: c IS NOT NULL) AS quotes
+    FROM t_traces AS t, range(1, len(t.claim_text) + 1) AS r(i)
+    WHERE t.answer_format = 'structured'
+)
+SELECT trace_id, claim_idx, text, labels, factual,
+       list_distinct(list_filter(mapped, lambda c: c IS NOT NULL AND NOT list_contains(invalid, c))) AS cited,
+       invalid, quotes
+FROM prose
+UNION ALL
+SELECT trace_id, claim_idx, text, labels, factual,
+       list_distinct(list_filter(mapped, lambda c: NOT list_contains(invalid, c))) AS cited,
+       invalid, quotes
+FROM structured

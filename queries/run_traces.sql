@@ -1,0 +1,109 @@
+-- run_traces.sql: one row per trace that answers a gold case, with its evidence chain.
+-- Purpose: normalise the stage spans of each trace into lists keyed by chunk id, in
+--   chain order: request -> retrieved -> in context -> generated -> resolved -> rendered.
+--   A trace is joined to its case by case_id, else by the normalised question text.
+--   Spans of an unknown schema version are left out (ingest reports them).
+-- Grain: one row per trace (with a request span and a matching gold case).
+-- Parameters: $schema_versions (VARCHAR[]: versions this analyzer reads),
+--   $files (VARCHAR[] or NULL: only spans read from these trace files; NULL = the whole store).
+-- Reads: spans, t_gold_cases (case_id, question_norm, as_of, expect, principal_groups).
+WITH usable AS (
+    SELECT *
+    FROM spans
+    WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
+      AND ($files IS NULL OR list_contains($files, source_file))
+),
+request AS (
+    SELECT trace_id,
+           arg_min(span_id, start_ns) AS request_span,
+           arg_min(question, start_ns) AS question,
+           arg_min(case_id, start_ns) AS case_id,
+           arg_min(principal_groups, start_ns) AS principal_groups,
+           arg_min(as_of, start_ns) AS as_of,
+           min(start_ns) AS started_ns
+    FROM usable WHERE stage = 'request'
+    GROUP BY trace_id
+),
+retrieved AS (   -- every chunk any retrieval span returned
+    SELECT trace_id,
+           arg_min(span_id, start_ns) AS retrieval_span,
+           list_distinct(flatten(list(chunk_id))) AS retrieved
+    FROM usable WHERE stage = 'retrieval' AND chunk_id IS NOT NULL
+    GROUP BY trace_id
+),
+in_context AS (  -- the last context assembly before generation is what the model saw
+    SELECT trace_id,
+           arg_max(span_id, start_ns) AS context_span,
+           arg_max(chunk_id, start_ns) AS context
+    FROM usable WHERE stage = 'context' AND chunk_id IS NOT NULL
+    GROUP BY trace_id
+),
+generated AS (
+    SELECT trace_id,
+           arg_max(span_id, end_ns) AS generation_span,
+           arg_max(answer, end_ns) AS answer,
+           arg_max(answer_format, end_ns) AS answer_format,
+           arg_max(abstained, end_ns) AS abstained,
+           arg_max(claim_text, end_ns) AS claim_text,
+           arg_max(evidence_claim, end_ns) AS evidence_claim,
+           arg_max(evidence_chunk, end_ns) AS evidence_chunk,
+           arg_max(evidence_quote, end_ns) AS evidence_quote,
+           arg_max(map_label, end_ns) AS map_label,
+           arg_max(map_chunk_id, end_ns) AS map_chunk_id,
+           arg_max(map_version, end_ns) AS map_version
+    FROM usable WHERE stage = 'generation' AND answer IS NOT NULL
+    GROUP BY trace_id
+),
+resolved AS (
+    SELECT trace_id,
+           arg_max(span_id, end_ns) AS resolution_span,
+           arg_max(res_marker, end_ns) AS res_marker,
+           arg_max(res_doc_id, end_ns) AS res_doc_id,
+           arg_max(res_chunk_id, end_ns) AS res_chunk_id,
+           arg_max(res_version, end_ns) AS res_version,
+           arg_max(res_uri, end_ns) AS res_uri
+    FROM usable WHERE stage = 'resolution' AND res_marker IS NOT NULL
+    GROUP BY trace_id
+),
+rendered AS (
+    SELECT trace_id,
+           arg_max(span_id, end_ns) AS render_span,
+           arg_max(ren_label, end_ns) AS ren_label,
+           arg_max(ren_uri, end_ns) AS ren_uri,
+           arg_max(ren_chunk_id, end_ns) AS ren_chunk_id,
+           arg_max(ren_version, end_ns) AS ren_version
+    FROM usable WHERE stage = 'render' AND ren_label IS NOT NULL
+    GROUP BY trace_id
+),
+cased AS (
+    SELECT r.*, coalesce(by_id.case_id, by_q.case_id) AS gold_case_id
+    FROM request AS r
+    LEFT JOIN t_gold_cases AS by_id ON by_id.case_id = r.case_id
+    LEFT JOIN t_gold_cases AS by_q
+           ON r.case_id IS NULL AND by_q.question_norm = lower(trim(regexp_replace(r.question, '\s+', ' ', 'g')))
+)
+SELECT
+    c.trace_id,
+    c.gold_case_id AS case_id,
+    g.expect,
+    coalesce(c.principal_groups, g.principal_groups, []) AS principal_groups,
+    coalesce(TRY_CAST(c.as_of AS DATE), g.as_of) AS as_of,
+    make_timestamp(c.started_ns // 1000) AS started_at,
+    c.request_span,
+    rt.retrieval_span, coalesce(rt.retrieved, []) AS retrieved,
+    x.context_span, coalesce(x.context, []) AS context,
+    gen.generation_span, gen.answer, gen.answer_format, gen.abstained,
+    gen.claim_text, gen.evidence_claim, gen.evidence_chunk, gen.evidence_quote,
+    coalesce(gen.map_label, []) AS map_label,
+    coalesce(gen.map_chunk_id, []) AS map_chunk_id,
+    coalesce(gen.map_version, []) AS map_version,
+    res.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_doc_id, res.res_chunk_id,
+    res.res_version, res.res_uri,
+    ren.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id, ren.ren_version
+FROM cased AS c
+JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
+LEFT JOIN retrieved AS rt USING (trace_id)
+LEFT JOIN in_context AS x USING (trace_id)
+LEFT JOIN generated AS gen USING (trace_id)
+LEFT JOIN resolved AS res USING (trace_id)
+LEFT JOIN rendered AS ren USING (trace_id)

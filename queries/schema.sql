@@ -1,0 +1,122 @@
+-- schema.sql: the tables of a citeline store (DuckDB file).
+-- Grain: see each table. Idempotent: safe to run on every open.
+-- Parameters: none.
+
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+
+-- one row per span; lists are parallel arrays exactly as the trace schema records them
+CREATE TABLE IF NOT EXISTS spans (
+    trace_id VARCHAR NOT NULL,
+    span_id VARCHAR NOT NULL,
+    parent_span_id VARCHAR,
+    name VARCHAR,
+    service VARCHAR,
+    start_ns BIGINT,
+    end_ns BIGINT,
+    status_code INTEGER,
+    schema_version VARCHAR,
+    stage VARCHAR,
+    oi_kind VARCHAR,
+    question VARCHAR,
+    case_id VARCHAR,
+    principal_id VARCHAR,
+    principal_groups VARCHAR[],
+    as_of VARCHAR,
+    chunk_doc_id VARCHAR[],
+    chunk_id VARCHAR[],
+    chunk_version VARCHAR[],
+    chunk_hash VARCHAR[],
+    chunk_uri VARCHAR[],
+    chunk_title VARCHAR[],
+    chunk_label VARCHAR[],
+    answer VARCHAR,
+    answer_format VARCHAR,
+    abstained BOOLEAN,
+    claim_text VARCHAR[],
+    evidence_claim BIGINT[],
+    evidence_chunk VARCHAR[],
+    evidence_quote VARCHAR[],
+    map_label VARCHAR[],
+    map_chunk_id VARCHAR[],
+    map_doc_id VARCHAR[],
+    map_version VARCHAR[],
+    res_marker VARCHAR[],
+    res_doc_id VARCHAR[],
+    res_chunk_id VARCHAR[],
+    res_version VARCHAR[],
+    res_uri VARCHAR[],
+    ren_label VARCHAR[],
+    ren_uri VARCHAR[],
+    ren_title VARCHAR[],
+    ren_doc_id VARCHAR[],
+    ren_chunk_id VARCHAR[],
+    ren_version VARCHAR[],
+    adapter_error VARCHAR,
+    source_file VARCHAR
+);
+
+-- one row per trace file read, with what was skipped
+CREATE TABLE IF NOT EXISTS ingested_files (
+    path VARCHAR,
+    size BIGINT,
+    lines BIGINT,
+    spans_added BIGINT,
+    skipped BIGINT,
+    ingested_at TIMESTAMP
+);
+
+-- one row per problem met while reading input (trace lines, spans, gold records)
+CREATE TABLE IF NOT EXISTS input_problems (
+    run_id VARCHAR,
+    source VARCHAR,
+    place VARCHAR,
+    field VARCHAR,
+    message VARCHAR,
+    seen_at TIMESTAMP
+);
+
+-- one row per analyze run
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    started_at TIMESTAMP,
+    finished_at TIMESTAMP,
+    gold_source VARCHAR,
+    judge VARCHAR,
+    traces BIGINT,
+    claims BIGINT,
+    skipped BIGINT
+);
+
+-- one row per (run, trace, gold claim) and per unmatched generated claim
+CREATE TABLE IF NOT EXISTS claim_results (
+    run_id VARCHAR,
+    trace_id VARCHAR,
+    case_id VARCHAR,
+    gold_claim_id VARCHAR,
+    claim_text VARCHAR,
+    bucket VARCHAR,
+    stage VARCHAR,
+    span_id VARCHAR,
+    flags VARCHAR[],
+    reason VARCHAR,
+    support_label VARCHAR,
+    cited_chunks VARCHAR[],
+    trace_started_at TIMESTAMP
+);
+
+-- one row per (run, trace): the case verdict, the first bucket of its claims
+CREATE TABLE IF NOT EXISTS case_results (
+    run_id VARCHAR,
+    trace_id VARCHAR,
+    case_id VARCHAR,
+    verdict VARCHAR
+);
+
+-- cached support judgments: (claim, evidence, judge, version) -> label
+CREATE TABLE IF NOT EXISTS judgments (
+    key VARCHAR PRIMARY KEY,
+    judge VARCHAR,
+    version VARCHAR,
+    label VARCHAR,
+    rationale VARCHAR
+);
