@@ -308,32 +308,32 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
         "SELECT DISTINCT m.case_id, m.claim_id, g.text, list_sort(g.cited), g.quotes "
         "FROM t_match m JOIN t_gen_claims g ON g.trace_id = m.trace_id AND g.claim_idx = m.claim_idx"
     ).fetchall()
-    rows = []
+    # every judgment this run needs, asked of the (cached) judge in one batch
+    requests: list[tuple[str, list[str], list[str], list[str]]] = []
+    plan: list[tuple[int | None, list[int]]] = []
     for case_id, claim_id, text, cited, quotes in matched:
         gc = claims[(case_id, claim_id)]
-        # quotes are checked against what the claim cites; support against each gold bundle
-        if quotes:
-            ((q_label, q_why),) = judge.many([(text, [texts.get(c, "") for c in cited], [], list(quotes))])
-            if q_label == "contradicted":
-                rows.append(
-                    {
-                        "case_id": case_id,
-                        "claim_id": claim_id,
-                        "text": text,
-                        "cited_key": "|".join(cited),
-                        "label": q_label,
-                        "rationale": q_why,
-                    }
-                )
-                continue
-        bundles = gc.support or [[]]
-        results = judge.many([(text, [texts.get(c, "") for c in b], gc.facts, []) for b in bundles])
+        q_at = None
+        if quotes:  # quotes are checked against what the claim cites
+            q_at = len(requests)
+            requests.append((text, [texts.get(c, "") for c in cited], [], list(quotes)))
+        at = []
+        for b in gc.support or [[]]:  # support against each gold bundle
+            at.append(len(requests))
+            requests.append((text, [texts.get(c, "") for c in b], gc.facts, []))
+        plan.append((q_at, at))
+    answers = judge.many(requests)
+    rows = []
+    for (case_id, claim_id, text, cited, _), (q_at, at) in zip(matched, plan, strict=True):
+        results = [answers[i] for i in at]
         labels = [r[0] for r in results]
         pick = next((r for r in results if r[0] == "entailed"), None) or next(
             (r for r in results if r[0] == "contradicted"), results[0]
         )
         if "entailed" not in labels and all(lb == "not_applicable" for lb in labels):
             pick = ("insufficient", "no gold support text to check the claim against")
+        if q_at is not None and answers[q_at][0] == "contradicted":
+            pick = answers[q_at]
         rows.append(
             {
                 "case_id": case_id,

@@ -87,7 +87,13 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str,
     return mapping
 
 
+def _construct_timestamp(loader: _LineLoader, node: yaml.ScalarNode) -> str:
+    # dates stay text here and are parsed per field, so a bad one is reported, not fatal
+    return str(loader.construct_scalar(node))
+
+
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
 class _Reader:

@@ -203,11 +203,11 @@ class PolicyBot:
 
     @generation
     def answer(self, prompt: Prompt, script: Any) -> Any:
-        return _follow_script(prompt, script)
+        return _follow_script(prompt, script, {c.chunk_id for c in self.corpus})
 
     @generation
     def answer_stream(self, prompt: Prompt, script: str) -> Iterator[str]:
-        yield from re.findall(r"\S+\s*", _follow_script(prompt, script))
+        yield from re.findall(r"\S+\s*", _follow_script(prompt, script, set()))
 
     @resolution
     def resolve(self, answer: Any, prompt: Prompt, faults: Faults) -> list[dict[str, str]]:
@@ -274,10 +274,24 @@ class PolicyBot:
             return text
 
 
-def _follow_script(prompt: Prompt, script: Any) -> Any:
-    """The scripted model: ``[[chunk-id]]`` becomes that chunk's label, or vanishes if not in context."""
+def _follow_script(prompt: Prompt, script: Any, known: set[str]) -> Any:
+    """The scripted model: ``[[chunk-id]]`` becomes that chunk's label, or vanishes if not in context.
+
+    Structured scripts name chunk ids directly; like a model, the script cannot cite a real
+    chunk it was not shown (that evidence is dropped), but an id it makes up stays.
+    """
     if not isinstance(script, str):
-        return script  # a structured answer: claims name chunk ids directly
+        shown = {c.chunk_id for c in prompt.chunks}
+        claims = [
+            {
+                **claim,
+                "evidence": [
+                    e for e in claim["evidence"] if e["chunk_id"] in shown or e["chunk_id"] not in known
+                ],
+            }
+            for claim in script["claims"]
+        ]
+        return {**script, "claims": claims}
     label_of = {c.chunk_id: c.label for c in prompt.chunks}
     return _CITE.sub(lambda m: f"[{label_of[m.group(1)]}]" if m.group(1) in label_of else "", script)
 

@@ -1,0 +1,150 @@
+"""Claim splitting, marker parsing (with properties and real ExpertQA answers) and the rules judge."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from citeline.analyzer._claims import markers, split_claims
+from citeline.analyzer._judge import RulesJudge, values
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Returns take 30 days [2].", [("Returns take 30 days.", ("2",))]),
+        (
+            "Costs $4.99 [1][3]. Ships in 3 to 5 days [2, 3].",
+            [("Costs $4.99.", ("1", "3")), ("Ships in 3 to 5 days.", ("2", "3"))],
+        ),
+        ("The rate is 4.5% [12]. Next.", [("The rate is 4.5%.", ("12",)), ("Next.", ())]),
+        ("Footnote style[^2]. Done [^1].", [("Footnote style.", ("2",)), ("Done.", ("1",))]),
+        (
+            "Marker after the stop. [4] Then more [4].",
+            [("Marker after the stop.", ("4",)), ("Then more.", ("4",))],
+        ),
+        (
+            "E.g. the U.S. rule applies [1]. Dr. Smith agrees [2].",
+            [("E.g. the U.S. rule applies.", ("1",)), ("Dr. Smith agrees.", ("2",))],
+        ),
+        (
+            "- First item costs $5 [1]\n- Second item [2]\n",
+            [("First item costs $5", ("1",)), ("Second item", ("2",))],
+        ),
+        ("| plan | price |\n|---|---|\n| basic | $5 [3] |\n", [("plan price", ()), ("basic $5", ("3",))]),
+        (
+            "Use `arr[1]` here [2].\n```\nx = a[3]\n```\nDone [4].",
+            [("Use `arr[1]` here.", ("2",)), ("Done.", ("4",))],
+        ),
+        ("Repeated [1] and again [1].", [("Repeated and again.", ("1",))]),
+        ("No sources here.", [("No sources here.", ())]),
+    ],
+)
+def test_split_claims(text: str, expected: list[tuple[str, tuple[str, ...]]]) -> None:
+    assert [(c.text, c.labels) for c in split_claims(text)] == expected
+
+
+def test_markers_ignore_code_and_keep_repeats() -> None:
+    assert markers("a [1] b `[2]` [^3][4, 5] [1]\n```\n[6]\n```") == ["1", "3", "4", "5", "1"]
+
+
+prose = st.lists(
+    st.one_of(
+        st.text(alphabet="abcdefgh XYZ.,!?$%0123456789\n-|`", max_size=30),
+        st.integers(min_value=1, max_value=40).map(lambda n: f"[{n}]"),
+        st.integers(min_value=1, max_value=40).map(lambda n: f"[^{n}]"),
+        st.tuples(st.integers(1, 9), st.integers(1, 9)).map(lambda t: f"[{t[0]}, {t[1]}]"),
+        st.just("```\ncode [99]\n```"),
+        st.just("`x[98]`"),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@given(prose)
+def test_parser_never_invents_a_citation(text: str) -> None:
+    claims = split_claims(text)
+    cited = [label for c in claims for label in c.labels]
+    found = markers(text)
+    # every label a claim cites is a marker in the text, outside code
+    assert set(cited) <= set(found)
+    # and no marker is lost: every marker found lands on some claim
+    assert set(found) <= set(cited)
+    for c in claims:
+        assert not re.search(r"\[\^?\d+(?:,\s*\d+)*\]", c.text.replace("`", "")) or "`" in c.text
+
+
+@given(st.integers(1, 9999), st.integers(1, 9999))
+def test_decimals_and_markers_never_split(a: int, b: int) -> None:
+    text = f"The value is {a}.{b} units [{a}]."
+    (claim,) = split_claims(text)
+    assert claim.labels == (str(a),)
+    assert claim.text == f"The value is {a}.{b} units."
+
+
+def test_real_expertqa_answers_parse_every_marker() -> None:
+    answers = 0
+    for name in ("rand_test.jsonl", "domain_test.jsonl"):
+        path = DATA / "expertqa" / name
+        assert path.exists(), f"test data missing: {path} (see ../shared/data/README.md)"
+        for answer in (
+            a
+            for line in path.read_text(encoding="utf-8").splitlines()
+            for a in json.loads(line)["answers"].values()
+        ):
+            text = answer["answer_string"]
+            groups = re.findall(r"\[([\d,\s]+)\]", text)  # [3] and [1,2] alike
+            expected = {n for g in groups for n in re.findall(r"\d+", g)}
+            cited = {label for c in split_claims(text) for label in c.labels}
+            assert cited == expected, text[:200]
+            for c in split_claims(text):
+                assert not re.search(r"\[\d+\]", c.text)
+            answers += 1
+    assert answers > 300
+
+
+def test_values_read_amounts_percentages_and_dates() -> None:
+    assert values("Fee is ₦150 or 5,000 TRY, 25% off, until January 31, and 3 to 5 business days") == [
+        ("money", "NGN", 150.0),
+        ("money", "TRY", 5000.0),
+        ("percent", "%", 25.0),
+        ("date", "", 131.0),
+        ("num", "", 3.0),
+        ("qty", "bday", 5.0),
+    ]
+    assert values("costs $4.99 from 2026-01-01") == [("money", "USD", 4.99), ("date", "2026", 101.0)]
+
+
+@pytest.mark.parametrize(
+    ("claim", "facts", "quotes", "label"),
+    [
+        ("Opened electronics may be returned within 30 days of delivery.", ["30 days"], [], "entailed"),
+        ("Opened electronics may be returned within 60 days of delivery.", ["30 days"], [], "contradicted"),
+        ("Opened electronics may be returned within 60 days of delivery.", [], [], "contradicted"),
+        ("Opened electronics must be returned within 30 days of delivery.", [], [], "contradicted"),
+        ("Opened electronics cannot be returned within 30 days of delivery.", [], [], "contradicted"),
+        ("Gift cards are refundable in cash at any store.", [], [], "insufficient"),
+        ("Returns within 30 days need proof of purchase.", [], ["proof of purchase"], "entailed"),
+        ("Returns within 30 days need proof of purchase.", [], ["a receipt and the box"], "contradicted"),
+        ("Returns within 30 days need proof of purchase.", [], ["PROOF  of\tpurchase"], "entailed"),
+    ],
+)
+def test_rules_judge(claim: str, facts: list[str], quotes: list[str], label: str) -> None:
+    evidence = ["Opened electronics may be returned within 30 days of delivery with proof of purchase."]
+    assert RulesJudge().judge(claim, evidence, facts, quotes).label == label
+
+
+def test_rules_judge_currency_codes_and_symbols() -> None:
+    j = RulesJudge()
+    ev = ["Hotels above 5,000 TRY per night need manager approval."]
+    assert j.judge("Hotels above 5,000 TRY per night need manager approval.", ev).label == "entailed"
+    assert j.judge("Hotels above 4,000 TRY per night need manager approval.", ev).label == "contradicted"
+    assert j.judge("Hotels above $5,000 per night need manager approval.", ev).label == "insufficient"
+    assert j.judge("anything", []).label == "not_applicable"

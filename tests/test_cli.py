@@ -1,0 +1,119 @@
+"""The command line: help everywhere, the JSON contract, the demo, calibration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from citeline.analyzer._cli import build_parser, main
+from citeline.examples.demo import SCENARIOS, gold_path
+from tests.analysis_helpers import run_and_analyze
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(sub.choices) >= {"demo", "analyze", "validate", "calibrate"}  # type: ignore[union-attr]
+    for name, cmd in sub.choices.items():  # type: ignore[union-attr]
+        text = cmd.format_help()
+        assert cmd.description, name
+        assert f"example: citeline {name}" in text, name
+        assert "--db" in text, name
+
+
+def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed", "should-abstain")]
+    run_and_analyze(tmp_path / "gen", picked)
+    traces = tmp_path / "gen" / "traces"
+    db = tmp_path / "cli.duckdb"
+    assert (
+        main(
+            [
+                "analyze",
+                "--traces",
+                str(traces),
+                "--gold",
+                str(gold_path()),
+                "--db",
+                str(db),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"run_id", "summary", "skipped", "problems", "cases", "claims"}
+    assert out["summary"] == {
+        "access_violation": 0,
+        "invalid_citation": 0,
+        "freshness": 0,
+        "retrieval_miss": 0,
+        "context_drop": 0,
+        "grounding": 2,
+        "uncited": 0,
+        "attribution": 0,
+        "resolution": 0,
+        "ok": 2,
+    }
+    assert sorted(c["verdict"] for c in out["cases"]) == ["grounding", "grounding", "ok"]
+    for c in out["claims"]:
+        assert set(c) == {
+            "trace_id",
+            "case_id",
+            "gold_claim_id",
+            "claim_text",
+            "bucket",
+            "stage",
+            "flags",
+            "reason",
+            "span_id",
+        }
+    abstain = [c for c in out["claims"] if c["gold_claim_id"] == "(abstain)"]
+    assert [(c["bucket"], c["stage"], c["reason"]) for c in abstain] == [
+        ("grounding", "generation", "answered where it should abstain")
+    ]
+    # without --traces: what is already in the store
+    assert main(["analyze", "--gold", str(gold_path()), "--db", str(db), "--format", "json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["summary"] == out["summary"]
+    assert again["run_id"] != out["run_id"]
+
+
+def test_missing_gold_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", "--gold", str(tmp_path / "nope.yaml"), "--db", str(tmp_path / "x.duckdb")]) == 2
+    assert "does not exist; pass --gold FILE" in capsys.readouterr().err
+
+
+def test_demo_runs_offline_and_shows_every_bucket(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("citeline")
+    out = subprocess.run(
+        [str(exe), "demo", "--format", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert all(n > 0 for n in result["summary"].values()), result["summary"]
+    assert (tmp_path / "citeline.duckdb").exists()
+    assert result["skipped"] == 0
+
+
+def test_calibrate_reports_agreement_on_expertqa(capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "expertqa" / "rand_test.jsonl"
+    assert path.exists(), f"test data missing: {path}"
+    assert main(["calibrate", str(path), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 1003
+    assert out["judge"] == "rules@1"
+    assert sum(out["confusion"].values()) == 1003
+    assert 0.0 <= out["accuracy"] <= 1.0
+    assert -1.0 <= out["kappa"] <= 1.0
