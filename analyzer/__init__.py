@@ -1,1 +1,34 @@
-"""citeline.analyzer: traces + gold evidence -> one failure bucket per claim."""
+"""citeline.analyzer: traces + gold evidence -> one failure bucket per claim.
+
+from citeline.analyzer import analyze
+result = analyze("citeline.duckdb", gold="gold.yaml", traces=["traces/"])
+result.claims      # polars DataFrame, one row per claim
+result.summary     # {bucket: count}
+"""
+
+from ._analyze import DEFAULT_ABSTAIN_PHRASES, AnalysisResult, analyze
+from ._calibrate import Agreement, calibrate
+from ._claims import Claim, markers, split_claims
+from ._gold import GoldError, GoldSet, load_gold
+from ._judge import Judge, Judgment, RulesJudge
+from ._store import BUCKETS, DEFAULT_DB, STAGES
+
+__all__ = [
+    "BUCKETS",
+    "DEFAULT_ABSTAIN_PHRASES",
+    "DEFAULT_DB",
+    "STAGES",
+    "Agreement",
+    "AnalysisResult",
+    "Claim",
+    "GoldError",
+    "GoldSet",
+    "Judge",
+    "Judgment",
+    "RulesJudge",
+    "analyze",
+    "calibrate",
+    "load_gold",
+    "markers",
+    "split_claims",
+]

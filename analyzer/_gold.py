@@ -82,7 +82,7 @@ class _LineLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
-    mapping = loader.construct_mapping(node, deep=True)
+    mapping: dict[str, Any] = {str(k): v for k, v in loader.construct_mapping(node, deep=True).items()}
     mapping[_LINE] = node.start_mark.line + 1
     return mapping
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -27,9 +26,11 @@ HERE = Path(__file__).resolve().parent
 
 def _phase(code: str) -> dict[str, float]:
     """Run ``code`` in a fresh interpreter; it prints a JSON dict; add its peak RSS."""
+    # VmHWM, not ru_maxrss: the latter carries the parent's peak over fork + exec
     wrapped = (
-        code + "\nimport resource, json, sys\n"
-        "print(json.dumps({**OUT, 'peak_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))"
+        code + "\nimport json, re\n"
+        "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+        "print(json.dumps({**OUT, 'peak_mib': hwm / 1024}))"
     )
     out = subprocess.run(
         [sys.executable, "-c", wrapped], capture_output=True, text=True, check=True, cwd=str(HERE)
@@ -93,7 +94,8 @@ for path in sorted(Path({traces!r}).glob('*.jsonl')):
         retrieved = set(stages['retrieval']['citeline.chunks.chunk_id'])
         context = set(stages['context']['citeline.chunks.chunk_id'])
         gen = stages['generation']
-        label_map = dict(zip(gen['citeline.generation.context.label'], gen['citeline.generation.context.chunk_id']))
+        label_map = dict(zip(gen['citeline.generation.context.label'],
+                             gen['citeline.generation.context.chunk_id']))
         gen_claims = [c for c in split_claims(gen['citeline.generation.answer']) if is_factual(c.text)]
         for gc in case['claims']:
             claims += 1
@@ -106,7 +108,8 @@ for path in sorted(Path({traces!r}).glob('*.jsonl')):
                 bucket = 'retrieval_miss'
             elif not any(set(b) <= context for b in bundles):
                 bucket = 'context_drop'
-            elif best is None or judge.judge(best.text, [texts[c] for c in bundles[0]], gc['facts']).label != 'entailed':
+            elif best is None or judge.judge(
+                    best.text, [texts[c] for c in bundles[0]], gc['facts']).label != 'entailed':
                 bucket = 'grounding'
             elif not cited:
                 bucket = 'uncited'
@@ -136,7 +139,8 @@ def main() -> None:
         size = synth.write_traces(traces, args.n)
         synth.gold(gold)
         print(
-            f"generated {args.n:,} traces, {size / 1e6:,.0f} MB of OTLP/JSON in {time.perf_counter() - t:.0f} s"
+            f"generated {args.n:,} traces, {size / 1e6:,.0f} MB of OTLP/JSON "
+            f"in {time.perf_counter() - t:.0f} s"
         )
     db.unlink(missing_ok=True)
     size = sum(p.stat().st_size for p in traces.glob("*.jsonl"))

@@ -87,10 +87,27 @@ def _pair(
     principal: Any = None,
 ) -> list[Scenario]:
     who = principal or dict(PUBLIC)
-    base = {"case_id": case, "question": Q[case], "principal": who}
     return [
-        Scenario(name=name, bucket=bucket, stage=stage, **base, **broken),
-        Scenario(name=f"{name}~fixed", bucket="ok", stage=None, **base, **fixed),
+        Scenario(
+            name=name,
+            case_id=case,
+            question=Q[case],
+            script=broken["script"],
+            bucket=bucket,
+            stage=stage,
+            faults=broken.get("faults", Faults()),
+            principal=who,
+        ),
+        Scenario(
+            name=f"{name}~fixed",
+            case_id=case,
+            question=Q[case],
+            script=fixed["script"],
+            bucket="ok",
+            stage=None,
+            faults=fixed.get("faults", Faults()),
+            principal=who,
+        ),
     ]
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._gold import load_gold
 from citeline.examples.demo import SCENARIOS, gold_path
+
 from tests.analysis_helpers import run_and_analyze
 
 OK_TWINS = [s for s in SCENARIOS if s.name in ("unknown-label~fixed", "wrong-number~fixed")]
@@ -27,7 +27,8 @@ def _counts(db: Path) -> tuple[int, int, int]:
     con = duckdb.connect(str(db))
     try:
         return con.execute(
-            "SELECT (SELECT count(*) FROM spans), (SELECT count(*) FROM claim_results), (SELECT count(*) FROM runs)"
+            "SELECT (SELECT count(*) FROM spans), (SELECT count(*) FROM claim_results), "
+            "(SELECT count(*) FROM runs)"
         ).fetchall()[0]
     finally:
         con.close()

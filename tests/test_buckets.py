@@ -10,10 +10,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from citeline.analyzer._store import BUCKETS
 from citeline.examples.demo import SCENARIOS
 from citeline.examples.policy_bot import Faults
+
 from tests.analysis_helpers import Outcome, run_and_analyze
 
 
@@ -96,7 +96,7 @@ def test_access_violation_cited_row_lists_every_flag(baseline: dict[str, Outcome
 
 def _buckets(outcomes: list[Outcome]) -> dict[str, list[tuple[str | None, str, str | None]]]:
     return {
-        o.scenario.name: sorted(((r["gold_claim_id"] or "", r["bucket"], r["stage"] or "") for r in o.rows))
+        o.scenario.name: sorted((r["gold_claim_id"] or "", r["bucket"], r["stage"] or "") for r in o.rows)
         for o in outcomes
     }
 

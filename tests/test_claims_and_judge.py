@@ -7,11 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from citeline.analyzer._claims import markers, split_claims
 from citeline.analyzer._judge import RulesJudge, values
+from hypothesis import given
+from hypothesis import strategies as st
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
