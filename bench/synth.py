@@ -266,7 +266,7 @@ def trace_line(i: int, rng: random.Random) -> bytes:
     return orjson.dumps(req) + b"\n"
 
 
-def write_traces(directory: Path, n: int, *, per_file: int = 50_000, seed: int = 7) -> int:
+def write_traces(directory: Path, n: int, *, per_file: int = 5_000, seed: int = 7) -> int:
     """Write ``n`` traces into ``directory``; returns the bytes written."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)

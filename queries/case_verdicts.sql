@@ -9,7 +9,9 @@ SELECT run_id, trace_id, case_id,
            WHEN 1 THEN 'access_violation' WHEN 2 THEN 'invalid_citation' WHEN 3 THEN 'freshness'
            WHEN 4 THEN 'retrieval_miss' WHEN 5 THEN 'context_drop' WHEN 6 THEN 'grounding'
            WHEN 7 THEN 'uncited' WHEN 8 THEN 'attribution' WHEN 9 THEN 'resolution' ELSE 'ok'
-       END AS verdict
+       END AS verdict,
+       any_value(expect) AS expect,
+       bool_or(abstained) AS abstained
 FROM claim_results
 WHERE run_id = $run_id
 GROUP BY run_id, trace_id, case_id

@@ -245,5 +245,21 @@ SELECT
     END AS reason,
     support_label,
     list_sort(cited) AS cited_chunks,
-    started_at AS trace_started_at
+    started_at AS trace_started_at,
+    -- the evidence chain of this claim, for the stage funnel
+    has_bundles AS evidence_needed,
+    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(retrieved, b))) AS evidence_retrieved,
+    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(context, b))) AS evidence_in_context,
+    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(cited, b))) AS evidence_cited,
+    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(cited, b))) AND NOT f_res
+        AS evidence_resolved,
+    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(cited, b))) AND NOT f_res
+        AND NOT f_ren AS evidence_rendered,
+    -- citation counts, for the citation metrics
+    len(cited) + len(invalid) AS n_citations,
+    len(invalid) AS n_invalid,
+    CASE WHEN gold_claim_id IS NULL THEN CASE WHEN support_label = 'entailed' THEN len(cited) ELSE 0 END
+         ELSE len(list_filter(cited, lambda c: list_contains(flatten(bundles), c))) END AS n_aligned,
+    expect,
+    abstains AS abstained
 FROM bucketed

@@ -13,67 +13,46 @@ WITH usable AS (
     WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
       AND ($files IS NULL OR list_contains($files, source_file))
 ),
-request AS (
-    SELECT trace_id,
-           arg_min(span_id, start_ns) AS request_span,
-           arg_min(question, start_ns) AS question,
-           arg_min(case_id, start_ns) AS case_id,
-           arg_min(principal_groups, start_ns) AS principal_groups,
-           arg_min(as_of, start_ns) AS as_of,
-           min(start_ns) AS started_ns
+request AS (     -- the first request span of each trace
+    SELECT trace_id, span_id AS request_span, question, case_id, principal_groups, as_of,
+           start_ns AS started_ns
     FROM usable WHERE stage = 'request'
-    GROUP BY trace_id
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY start_ns, span_id) = 1
 ),
-retrieved AS (   -- every chunk any retrieval span returned
-    SELECT trace_id,
-           arg_min(span_id, start_ns) AS retrieval_span,
-           list_distinct(flatten(list(chunk_id))) AS retrieved
+retrieval_spans AS (
+    SELECT trace_id, span_id, start_ns, chunk_id
     FROM usable WHERE stage = 'retrieval' AND chunk_id IS NOT NULL
+),
+retrieved AS (   -- every chunk any retrieval span returned; most traces have one retrieval
+    SELECT trace_id, span_id AS retrieval_span, chunk_id AS retrieved
+    FROM retrieval_spans
+    QUALIFY count(*) OVER (PARTITION BY trace_id) = 1
+    UNION ALL
+    SELECT trace_id, arg_min(span_id, start_ns), list_distinct(flatten(list(chunk_id)))
+    FROM (SELECT * FROM retrieval_spans QUALIFY count(*) OVER (PARTITION BY trace_id) > 1)
     GROUP BY trace_id
 ),
-in_context AS (  -- the last context assembly before generation is what the model saw
-    SELECT trace_id,
-           arg_max(span_id, start_ns) AS context_span,
-           arg_max(chunk_id, start_ns) AS context
+in_context AS (  -- the last context assembly is what the model saw
+    SELECT trace_id, span_id AS context_span, chunk_id AS context
     FROM usable WHERE stage = 'context' AND chunk_id IS NOT NULL
-    GROUP BY trace_id
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY start_ns DESC, span_id) = 1
 ),
 generated AS (
-    SELECT trace_id,
-           arg_max(span_id, end_ns) AS generation_span,
-           arg_max(answer, end_ns) AS answer,
-           arg_max(answer_format, end_ns) AS answer_format,
-           arg_max(abstained, end_ns) AS abstained,
-           arg_max(claim_text, end_ns) AS claim_text,
-           arg_max(evidence_claim, end_ns) AS evidence_claim,
-           arg_max(evidence_chunk, end_ns) AS evidence_chunk,
-           arg_max(evidence_quote, end_ns) AS evidence_quote,
-           arg_max(map_label, end_ns) AS map_label,
-           arg_max(map_chunk_id, end_ns) AS map_chunk_id,
-           arg_max(map_version, end_ns) AS map_version
+    SELECT trace_id, span_id AS generation_span, answer, answer_format, abstained,
+           claim_text, evidence_claim, evidence_chunk, evidence_quote,
+           map_label, map_chunk_id, map_version
     FROM usable WHERE stage = 'generation' AND answer IS NOT NULL
-    GROUP BY trace_id
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY end_ns DESC, span_id) = 1
 ),
 resolved AS (
-    SELECT trace_id,
-           arg_max(span_id, end_ns) AS resolution_span,
-           arg_max(res_marker, end_ns) AS res_marker,
-           arg_max(res_doc_id, end_ns) AS res_doc_id,
-           arg_max(res_chunk_id, end_ns) AS res_chunk_id,
-           arg_max(res_version, end_ns) AS res_version,
-           arg_max(res_uri, end_ns) AS res_uri
+    SELECT trace_id, span_id AS resolution_span, res_marker, res_doc_id, res_chunk_id, res_version, res_uri
     FROM usable WHERE stage = 'resolution' AND res_marker IS NOT NULL
-    GROUP BY trace_id
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY end_ns DESC, span_id) = 1
 ),
 rendered AS (
-    SELECT trace_id,
-           arg_max(span_id, end_ns) AS render_span,
-           arg_max(ren_label, end_ns) AS ren_label,
-           arg_max(ren_uri, end_ns) AS ren_uri,
-           arg_max(ren_chunk_id, end_ns) AS ren_chunk_id,
-           arg_max(ren_version, end_ns) AS ren_version
+    SELECT trace_id, span_id AS render_span, ren_label, ren_uri, ren_chunk_id, ren_version
     FROM usable WHERE stage = 'render' AND ren_label IS NOT NULL
-    GROUP BY trace_id
+    QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY end_ns DESC, span_id) = 1
 ),
 cased AS (
     SELECT r.*, coalesce(by_id.case_id, by_q.case_id) AS gold_case_id

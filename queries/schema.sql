@@ -101,7 +101,18 @@ CREATE TABLE IF NOT EXISTS claim_results (
     reason VARCHAR,
     support_label VARCHAR,
     cited_chunks VARCHAR[],
-    trace_started_at TIMESTAMP
+    trace_started_at TIMESTAMP,
+    evidence_needed BOOLEAN,
+    evidence_retrieved BOOLEAN,
+    evidence_in_context BOOLEAN,
+    evidence_cited BOOLEAN,
+    evidence_resolved BOOLEAN,
+    evidence_rendered BOOLEAN,
+    n_citations INTEGER,
+    n_invalid INTEGER,
+    n_aligned INTEGER,
+    expect VARCHAR,
+    abstained BOOLEAN
 );
 
 -- one row per (run, trace): the case verdict, the first bucket of its claims
@@ -109,7 +120,9 @@ CREATE TABLE IF NOT EXISTS case_results (
     run_id VARCHAR,
     trace_id VARCHAR,
     case_id VARCHAR,
-    verdict VARCHAR
+    verdict VARCHAR,
+    expect VARCHAR,
+    abstained BOOLEAN
 );
 
 -- cached support judgments: (claim, evidence, judge, version) -> label
@@ -120,3 +133,18 @@ CREATE TABLE IF NOT EXISTS judgments (
     label VARCHAR,
     rationale VARCHAR
 );
+
+-- stores made before the funnel and citation metrics existed gain their columns (old rows keep NULL)
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS evidence_needed BOOLEAN;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS evidence_retrieved BOOLEAN;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS evidence_in_context BOOLEAN;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS evidence_cited BOOLEAN;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS evidence_resolved BOOLEAN;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS evidence_rendered BOOLEAN;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS n_citations INTEGER;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS n_invalid INTEGER;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS n_aligned INTEGER;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
+ALTER TABLE case_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
+ALTER TABLE case_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
