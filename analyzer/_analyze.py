@@ -428,6 +428,7 @@ def analyze(
     abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
     progress: Callable[[int, int], None] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> AnalysisResult:
     """Classify every claim of every trace that answers a gold case; store the run."""
     if judge not in JUDGES:
@@ -438,6 +439,8 @@ def analyze(
         run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         report = ingest(con, traces, progress=progress) if traces else IngestReport()
+        phase = on_phase or (lambda _name: None)
+        phase("reading the gold set")
         gold_set = load_gold(gold)
         human, label_errors = load_human_labels(labels)
         _gold_tables(con, gold_set)
@@ -447,6 +450,7 @@ def analyze(
             "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
             {"schema_versions": SCHEMA_VERSIONS, "files": files},
         )
+        phase("splitting answers into claims")
         _answer_tables(con, abstain_phrases)
         con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
         _similarity_table(con)
@@ -454,7 +458,9 @@ def analyze(
             "CREATE OR REPLACE TEMP TABLE t_match AS " + _sql_text("match_claims"),
             {"min_sim": MIN_SIM, "min_shared_sim": MIN_SHARED_SIM},
         )
+        phase("judging support")
         _judge_tables(con, gold_set, _CachedJudge(con, JUDGES[judge]()))
+        phase("classifying")
         con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         unmatched = int(

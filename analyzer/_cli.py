@@ -72,13 +72,15 @@ def _analyze(args: argparse.Namespace) -> int:
     if not Path(args.gold).exists():
         print(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})", file=sys.stderr)
         return 2
+    show = _progress(args)
     result = analyze(
         args.db,
         gold=args.gold,
         traces=args.traces or None,
         judge=args.judge,
         labels=args.labels,
-        progress=_progress(args),
+        progress=show,
+        on_phase=(lambda name: print(f"{name}...", file=sys.stderr)) if show else None,
     )
     _print_result(result, args.format)
     for p in result.problems():
@@ -113,6 +115,59 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    import os
+
+    from ._report import (
+        ReportError,
+        build_report,
+        check_gates,
+        parse_gate,
+        render_html,
+        render_json,
+        render_markdown,
+        render_table,
+    )
+    from ._store import connect
+
+    if not Path(args.db).exists():
+        print(
+            f"citeline: no store at {args.db}; run `citeline analyze --db {args.db} ...` first",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        gates = [parse_gate(g) for g in args.fail_on or []]
+        con = connect(args.db)
+        try:
+            report = build_report(
+                con, args.run, phoenix_url=args.phoenix or os.environ.get("CITELINE_PHOENIX_URL")
+            )
+        finally:
+            con.close()
+    except ReportError as exc:
+        print(f"citeline: {exc}", file=sys.stderr)
+        return 2
+    report.gates = check_gates(report, gates)
+    if args.format == "table" and not args.out:
+        render_table(report)
+    else:
+        text = {
+            "markdown": render_markdown,
+            "html": render_html,
+            "json": render_json,
+            "table": render_markdown,
+        }[args.format](report)
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+            print(f"report written to {args.out}", file=sys.stderr)
+        else:
+            print(text, end="")
+    for line in report.gates:
+        print(f"citeline: {line}", file=sys.stderr)
+    return 1 if report.gates else 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from citeline.examples.demo import gold_path, run_scenarios
     from citeline.instrumentation import configure
@@ -122,8 +177,13 @@ def _demo(args: argparse.Namespace) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     trace_dir = Path(args.traces) / f"run-{stamp}"
     handle = configure(service_name="policy-bot", trace_dir=trace_dir)
-    run_scenarios()
-    handle.shutdown()
+    try:
+        run_scenarios(fixed=set(args.fix or []))
+    except KeyError as exc:
+        print(f"citeline: {exc.args[0]}", file=sys.stderr)
+        return 2
+    finally:
+        handle.shutdown()
     print(f"example app: traces written to {trace_dir}/", file=sys.stderr)
     result = analyze(args.db, gold=gold_path(), traces=[trace_dir], judge="rules", progress=None)
     _print_result(result, args.format)
@@ -158,7 +218,31 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--traces", default="citeline-demo-traces", help="folder for the demo's trace files")
     demo.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
     demo.add_argument("--format", choices=("table", "json"), default="table")
+    demo.add_argument(
+        "--fix",
+        action="append",
+        metavar="SCENARIO",
+        help="run this broken scenario with its fix (repeatable), e.g. --fix wrong-number",
+    )
     demo.set_defaults(func=_demo)
+
+    rep = add(
+        "report",
+        "print the reports of a run: buckets, stage funnel, citation metrics, trend, regressions",
+        "citeline report --format html --out report.html --fail-on 'grounding>0' --fail-on 'uncited>5%'",
+    )
+    rep.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    rep.add_argument("--run", default="latest", help="run id, or 'latest' (default)")
+    rep.add_argument("--format", choices=("table", "markdown", "html", "json"), default="table")
+    rep.add_argument("--out", help="write to this file instead of standard output")
+    rep.add_argument(
+        "--fail-on",
+        action="append",
+        metavar="BUCKET>N[%]",
+        help="exit 1 when a bucket exceeds N claims or N%% of claims (repeatable; 'failing' = any)",
+    )
+    rep.add_argument("--phoenix", help="Phoenix base URL for span links (or CITELINE_PHOENIX_URL)")
+    rep.set_defaults(func=_report)
 
     an = add(
         "analyze",

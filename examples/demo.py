@@ -298,12 +298,27 @@ def gold_path() -> Path:
 
 
 def run_scenarios(
-    bot: PolicyBot | None = None, scenarios: list[Scenario] | None = None, tweak: Faults | None = None
+    bot: PolicyBot | None = None,
+    scenarios: list[Scenario] | None = None,
+    tweak: Faults | None = None,
+    fixed: set[str] | None = None,
 ) -> list[str]:
-    """Ask every scenario's question once. ``tweak`` overlays extra faults on each (for tests)."""
+    """Ask every scenario's question once.
+
+    ``fixed`` names broken scenarios to run with their fix instead (what a team does between
+    two nightly runs); ``tweak`` overlays extra faults on each (for tests).
+    """
     bot = bot or PolicyBot()
+    chosen = list(scenarios if scenarios is not None else SCENARIOS)
+    by_name = {s.name: s for s in SCENARIOS}
+    for name in fixed or ():
+        if name not in by_name or f"{name}~fixed" not in by_name:
+            broken = ", ".join(s.name for s in SCENARIOS if s.bucket != "ok")
+            raise KeyError(f"no broken scenario {name!r}; choose from {broken}")
+        twin = by_name[f"{name}~fixed"]
+        chosen = [replace(twin, name=name) if s.name == name else s for s in chosen]
     answers = []
-    for sc in scenarios if scenarios is not None else SCENARIOS:
+    for sc in chosen:
         faults = sc.faults
         if tweak is not None:
             faults = replace(

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
 from citeline.analyzer._analyze import AnalysisResult, analyze
 from citeline.examples.demo import AS_OF, Scenario, gold_path
 from citeline.examples.policy_bot import Faults, PolicyBot
-
 from tests.conftest import make_tracing
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from citeline.instrumentation import Citeline, configure
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from citeline.instrumentation import Citeline, configure
 
 pytest_plugins = ["tests.phoenix_server"]
 

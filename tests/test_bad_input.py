@@ -9,10 +9,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._gold import load_gold
 from citeline.examples.demo import SCENARIOS, gold_path
-
 from tests.analysis_helpers import run_and_analyze
 
 OK_TWINS = [s for s in SCENARIOS if s.name in ("unknown-label~fixed", "wrong-number~fixed")]

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from citeline.instrumentation import Chunk, retrieval
-from citeline.instrumentation._chunks import content_hash, to_record, to_records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from citeline.instrumentation import Chunk, retrieval
+from citeline.instrumentation._chunks import content_hash, to_record, to_records
 from tests.conftest import Tracing, make_tracing, read_trace_files
 
 

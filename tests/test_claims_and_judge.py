@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
-from citeline.analyzer._claims import markers, split_claims
-from citeline.analyzer._judge import RulesJudge, values
 from hypothesis import given
 from hypothesis import strategies as st
+
+from citeline.analyzer._claims import markers, split_claims
+from citeline.analyzer._judge import RulesJudge, values
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from citeline.analyzer._cli import build_parser, main
 from citeline.examples.demo import SCENARIOS, gold_path
-
 from tests.analysis_helpers import run_and_analyze
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from citeline.instrumentation import (
     context_assembly,
     generation,
@@ -17,7 +18,6 @@ from citeline.instrumentation import (
     retrieval,
 )
 from citeline.instrumentation._chunks import content_hash
-
 from tests.conftest import Tracing
 
 CHUNKS = [

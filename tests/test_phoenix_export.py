@@ -6,11 +6,11 @@ import time
 from typing import Any
 
 import pytest
-from citeline.examples.policy_bot import SAMPLE, PolicyBot, run_sample
-from citeline.instrumentation import configure
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
+from citeline.examples.policy_bot import SAMPLE, PolicyBot, run_sample
+from citeline.instrumentation import configure
 from tests.phoenix_server import PhoenixServer
 
 pytestmark = pytest.mark.integration

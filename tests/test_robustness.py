@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from citeline.examples.policy_bot import SAMPLE, PolicyBot, run_sample
 from citeline.instrumentation import (
     configure,
@@ -24,7 +25,6 @@ from citeline.instrumentation import (
     retrieval,
 )
 from citeline.instrumentation._chunks import content_hash
-
 from tests.conftest import Tracing, make_tracing, read_trace_files
 
 

@@ -1,0 +1,418 @@
+"""Nightly reports: every figure comes from a ``queries/report_*.sql`` file; this renders them.
+
+Formats: a terminal table (rich), markdown (a PR comment or a chat message), a
+single self-contained HTML file with inline SVG charts (opens offline), and
+JSON. ``--fail-on`` gates turn the bucket counts into an exit code for CI.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from ._store import BUCKETS, sql
+
+COLORS = {
+    "access_violation": "#b91c1c",
+    "invalid_citation": "#c2410c",
+    "freshness": "#b45309",
+    "retrieval_miss": "#7c3aed",
+    "context_drop": "#6d28d9",
+    "grounding": "#be185d",
+    "uncited": "#0e7490",
+    "attribution": "#0369a1",
+    "resolution": "#4d7c0f",
+    "ok": "#15803d",
+}
+
+
+@dataclass
+class Report:
+    run_id: str
+    started_at: str
+    buckets: list[dict[str, Any]]
+    funnel: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    trend: list[dict[str, Any]]
+    regressions: list[dict[str, Any]]
+    worst_cases: list[dict[str, Any]]
+    failing: list[dict[str, Any]]
+    phoenix_url: str | None = None
+    gates: list[str] = field(default_factory=list)
+
+    @property
+    def total_claims(self) -> int:
+        return sum(int(b["claims"]) for b in self.buckets)
+
+    def span_link(self, span_id: str | None) -> str | None:
+        if not self.phoenix_url or not span_id:
+            return None
+        return f"{self.phoenix_url.rstrip('/')}/redirects/spans/{span_id}"
+
+    def trace_link(self, trace_id: str | None) -> str | None:
+        if not self.phoenix_url or not trace_id:
+            return None
+        return f"{self.phoenix_url.rstrip('/')}/redirects/traces/{trace_id}"
+
+    def to_json(self) -> dict[str, Any]:
+        failing = [
+            {**row, "span_url": self.span_link(row["span_id"]), "trace_url": self.trace_link(row["trace_id"])}
+            for row in self.failing
+        ]
+        return {
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "buckets": self.buckets,
+            "funnel": self.funnel,
+            "metrics": self.metrics,
+            "trend": self.trend,
+            "regressions": self.regressions,
+            "worst_cases": self.worst_cases,
+            "failing_claims": failing,
+            "gates": self.gates,
+        }
+
+
+class ReportError(Exception):
+    """Something the user must fix (no runs, unknown run id, a bad gate)."""
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    cur = con.execute(sql(name), params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def resolve_run(con: duckdb.DuckDBPyConnection, run: str | None) -> tuple[str, str]:
+    if run in (None, "latest"):
+        rows = con.execute(sql("latest_run")).fetchall()
+        if not rows:
+            raise ReportError(
+                "the store holds no runs yet: run `citeline analyze` (or `citeline demo`) first"
+            )
+        return str(rows[0][0]), str(rows[0][1])
+    rows = con.execute("SELECT run_id, started_at FROM runs WHERE run_id = $r", {"r": run}).fetchall()
+    if not rows:
+        raise ReportError(
+            f"no run {run!r} in this store; `citeline report --run latest` or list runs in the `runs` table"
+        )
+    return str(rows[0][0]), str(rows[0][1])
+
+
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    run: str | None = None,
+    *,
+    previous: str | None = None,
+    phoenix_url: str | None = None,
+    worst: int = 10,
+) -> Report:
+    """Run every report query for one run."""
+    run_id, started = resolve_run(con, run)
+    p = {"run_id": run_id}
+    return Report(
+        run_id=run_id,
+        started_at=started,
+        buckets=_rows(con, "report_buckets", p),
+        funnel=_rows(con, "report_funnel", p),
+        metrics=_rows(con, "report_citation_metrics", p),
+        trend=[{**r, "day": str(r["day"])} for r in _rows(con, "report_trend", {"since": None})],
+        regressions=_rows(con, "report_regressions", {**p, "previous_run_id": previous}),
+        worst_cases=_rows(con, "report_worst_cases", {**p, "limit": worst}),
+        failing=_rows(con, "report_failing_claims", p),
+        phoenix_url=phoenix_url,
+    )
+
+
+# --- gates --------------------------------------------------------------------------------
+
+_GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+
+
+@dataclass(frozen=True)
+class Gate:
+    bucket: str
+    op: str
+    limit: float
+    percent: bool
+
+    def __str__(self) -> str:
+        return f"{self.bucket}{self.op}{self.limit:g}{'%' if self.percent else ''}"
+
+
+def parse_gate(text: str) -> Gate:
+    """``grounding>0``, ``access_violation>=1``, ``retrieval_miss>5%``; ``failing`` means any non-ok bucket."""
+    m = _GATE.match(text)
+    if not m:
+        raise ReportError(
+            f"cannot read gate {text!r}: write BUCKET>N or BUCKET>N% (e.g. grounding>0, retrieval_miss>5%)"
+        )
+    bucket = m.group(1)
+    if bucket not in BUCKETS and bucket != "failing":
+        raise ReportError(
+            f"unknown bucket {bucket!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing"
+        )
+    return Gate(bucket, m.group(2), float(m.group(3)), m.group(4) == "%")
+
+
+def check_gates(report: Report, gates: list[Gate]) -> list[str]:
+    """One line per gate that fails."""
+    counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
+    counts["failing"] = sum(n for b, n in counts.items() if b != "ok")
+    total = report.total_claims
+    out = []
+    for g in gates:
+        n = counts[g.bucket]
+        value = 100.0 * n / total if g.percent and total else float(n)
+        hit = value > g.limit if g.op == ">" else value >= g.limit
+        if hit:
+            shown = f"{value:.1f}% ({n} of {total} claims)" if g.percent else f"{n} claims"
+            out.append(f"gate {g} failed: {g.bucket} is {shown} in run {report.run_id}")
+    return out
+
+
+# --- renderers ----------------------------------------------------------------------------
+
+
+def _pct(x: Any) -> str:
+    return f"{100 * float(x):.1f}%"
+
+
+def render_markdown(r: Report) -> str:
+    lines = [
+        f"## citeline run `{r.run_id}`",
+        "",
+        f"{r.total_claims} claims, started {r.started_at} UTC.",
+        "",
+        "| bucket | claims | share |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {b['bucket']} | {b['claims']} | {_pct(b['share'])} |" for b in r.buckets]
+    lines += [
+        "",
+        "### Stage funnel (gold evidence)",
+        "",
+        "| step | claims | of needed | of previous step |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {f['step']} | {f['claims']} | {_pct(f['rate'])} | {_pct(f['step_rate'])} |" for f in r.funnel
+    ]
+    lines += ["", "### Citation metrics", "", "| metric | value | | definition |", "|---|---:|---:|---|"]
+    lines += [
+        f"| {m['metric']} | {_pct(m['value'])} | {m['numerator']}/{m['denominator']} | {m['definition']} |"
+        for m in r.metrics
+    ]
+    lines += ["", "### Since the previous run", ""]
+    if r.regressions:
+        lines += ["| change | case | claim | bucket | before | now |", "|---|---|---|---|---:|---:|"]
+        lines += [
+            f"| {x['change']} | {x['case_id']} | {_md(x['claim'])} | {x['bucket']} | {x['before']} | {x['now']} |"
+            for x in r.regressions
+        ]
+    else:
+        lines.append("No change in failing claims (or no previous run).")
+    lines += ["", "### Failing claims", ""]
+    if r.failing:
+        lines += ["| case | claim | bucket | stage | reason | span |", "|---|---|---|---|---|---|"]
+        for f in r.failing[:50]:
+            link = r.span_link(f["span_id"])
+            span = f"[{f['span_id']}]({link})" if link else (f["span_id"] or "")
+            lines.append(
+                f"| {f['case_id']} | {_md(f['gold_claim_id'] or f['claim_text'] or '')} | {f['bucket']} | "
+                f"{f['stage'] or ''} | {_md(f['reason'] or '')} | {span} |"
+            )
+    else:
+        lines.append("None.")
+    lines += [f"- {g}" for g in r.gates]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_table(r: Report) -> None:
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    t = Table(title=f"citeline run {r.run_id} ({r.total_claims} claims)")
+    for col in ("bucket", "claims", "share"):
+        t.add_column(col, justify="right" if col != "bucket" else "left")
+    for b in r.buckets:
+        t.add_row(b["bucket"], str(b["claims"]), _pct(b["share"]))
+    console.print(t)
+    f = Table(title="stage funnel (gold evidence)")
+    for col in ("step", "claims", "of needed", "of previous"):
+        f.add_column(col)
+    for s in r.funnel:
+        f.add_row(s["step"], str(s["claims"]), _pct(s["rate"]), _pct(s["step_rate"]))
+    console.print(f)
+    m = Table(title="citation metrics")
+    for col in ("metric", "value", "n"):
+        m.add_column(col)
+    for x in r.metrics:
+        m.add_row(x["metric"], _pct(x["value"]), f"{x['numerator']}/{x['denominator']}")
+    console.print(m)
+    g = Table(title="since the previous run")
+    for col in ("change", "case", "claim", "bucket", "before", "now"):
+        g.add_column(col)
+    for x in r.regressions:
+        g.add_row(
+            *(
+                Text(str(v))
+                for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])
+            )
+        )
+    console.print(g if r.regressions else Text("no change in failing claims since the previous run"))
+
+
+def _bar_chart(rows: list[tuple[str, float, str]], *, chart_id: str, title: str, fmt: Any = str) -> str:
+    width, bar_h, gap, label_w = 640, 22, 6, 150
+    top = max((v for _, v, _ in rows), default=0) or 1
+    h = len(rows) * (bar_h + gap) + 30
+    parts = [
+        f'<svg id="{chart_id}" class="chart" role="img" aria-label="{html.escape(title)}" '
+        f'width="{width}" height="{h}" viewBox="0 0 {width} {h}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text x="0" y="16" class="chart-title">{html.escape(title)}</text>',
+    ]
+    for i, (label, value, color) in enumerate(rows):
+        y = 26 + i * (bar_h + gap)
+        w = (width - label_w - 70) * value / top
+        parts.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>')
+        parts.append(
+            f'<rect class="bar" data-label="{html.escape(label)}" data-value="{value:g}" x="{label_w}" '
+            f'y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}"/>'
+        )
+        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{html.escape(fmt(value))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _trend_chart(r: Report) -> str:
+    days = sorted({t["day"] for t in r.trend})
+    width, height, left, bottom = 640, 240, 40, 30
+    series: dict[str, dict[str, int]] = {}
+    for t in r.trend:
+        if t["bucket"] != "ok":
+            series.setdefault(t["bucket"], {})[t["day"]] = int(t["claims"])
+    top = max((v for s in series.values() for v in s.values()), default=0) or 1
+    parts = [
+        f'<svg id="chart-trend" class="chart" role="img" aria-label="failing claims per bucket per day" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+        '<text x="0" y="16" class="chart-title">failing claims per bucket, per day</text>',
+    ]
+
+    def x(i: int) -> float:
+        return left + (width - left - 20) * (i / max(1, len(days) - 1) if len(days) > 1 else 0.5)
+
+    def y(v: int) -> float:
+        return height - bottom - (height - bottom - 50) * v / top
+
+    for i, d in enumerate(days):
+        parts.append(f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">{html.escape(d)}</text>')
+    legend_x = left
+    for bucket in BUCKETS:  # the legend: one swatch per bucket drawn
+        if bucket in series:
+            parts.append(
+                f'<rect x="{legend_x}" y="24" width="10" height="10" fill="{COLORS[bucket]}"/>'
+                f'<text x="{legend_x + 14}" y="33">{bucket}</text>'
+            )
+            legend_x += 14 + 7 * len(bucket) + 14
+    for bucket in BUCKETS:
+        if bucket not in series:
+            continue
+        pts = [(x(i), y(series[bucket].get(d, 0))) for i, d in enumerate(days)]
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+        parts.append(
+            f'<polyline class="trend-line" data-bucket="{bucket}" points="{path}" fill="none" '
+            f'stroke="{COLORS[bucket]}" stroke-width="2"/>'
+        )
+        parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{COLORS[bucket]}"/>' for px, py in pts]
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(r: Report) -> str:
+    """One self-contained page: inline CSS and SVG, no scripts, no network."""
+    e = html.escape
+    bucket_chart = _bar_chart(
+        [(b["bucket"], float(b["claims"]), COLORS[b["bucket"]]) for b in r.buckets],
+        chart_id="chart-buckets",
+        title="claims per bucket",
+        fmt=lambda v: f"{v:g}",
+    )
+    funnel_chart = _bar_chart(
+        [(f["step"], float(f["claims"]), "#1d4ed8") for f in r.funnel],
+        chart_id="chart-funnel",
+        title="gold evidence along the chain",
+        fmt=lambda v: f"{v:g}",
+    )
+    metrics = "".join(
+        f"<tr><td>{e(m['metric'])}</td><td class='num'>{_pct(m['value'])}</td>"
+        f"<td class='num'>{m['numerator']}/{m['denominator']}</td><td>{e(m['definition'])}</td></tr>"
+        for m in r.metrics
+    )
+    regressions = (
+        "".join(
+            f"<tr class='{e(x['change'])}'><td>{e(x['change'])}</td><td>{e(x['case_id'])}</td><td>{e(str(x['claim']))}</td>"
+            f"<td>{e(x['bucket'])}</td><td class='num'>{x['before']}</td><td class='num'>{x['now']}</td></tr>"
+            for x in r.regressions
+        )
+        or "<tr><td colspan='6'>No change in failing claims (or no previous run).</td></tr>"
+    )
+    rows = []
+    for f in r.failing:
+        link = r.span_link(f["span_id"])
+        span = f"<a href='{e(link)}'>{e(f['span_id'])}</a>" if link else e(f["span_id"] or "")
+        trace = r.trace_link(f["trace_id"])
+        trace_cell = f"<a href='{e(trace)}'>trace</a>" if trace else e(f["trace_id"][:12])
+        rows.append(
+            f"<tr class='failing-claim' data-bucket='{e(f['bucket'])}'><td>{e(f['case_id'] or '')}</td>"
+            f"<td>{e(f['gold_claim_id'] or f['claim_text'] or '')}</td>"
+            f"<td><span class='tag' style='background:{COLORS[f['bucket']]}'>{e(f['bucket'])}</span></td>"
+            f"<td>{e(f['stage'] or '')}</td><td>{e(f['reason'] or '')}</td><td>{span}</td><td>{trace_cell}</td></tr>"
+        )
+    gates = "".join(f"<p class='gate'>{e(g)}</p>" for g in r.gates)
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>citeline run {e(r.run_id)}</title>
+<style>
+body {{ font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #111827; max-width: 1200px; }}
+h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-top: 28px; }}
+table {{ border-collapse: collapse; width: 100%; }} td, th {{ border-bottom: 1px solid #e5e7eb; padding: 4px 8px;
+text-align: left; vertical-align: top; }} .num {{ text-align: right; }}
+.chart text {{ font: 12px system-ui, sans-serif; fill: #111827; }} .chart-title {{ font-weight: 600; }}
+.tag {{ color: white; padding: 1px 6px; border-radius: 4px; font-size: 12px; }}
+.grid {{ display: flex; flex-wrap: wrap; gap: 24px; }} .regressed td:first-child {{ color: #b91c1c; }}
+.fixed td:first-child {{ color: #15803d; }} .gate {{ color: #b91c1c; font-weight: 600; }}
+</style></head><body>
+<h1>citeline run <code>{e(r.run_id)}</code></h1>
+<p>{r.total_claims} claims; run started {e(r.started_at)} UTC; page written {generated}.</p>
+{gates}
+<div class="grid">{bucket_chart}{funnel_chart}</div>
+<h2>Trend</h2>{_trend_chart(r)}
+<h2>Citation metrics</h2>
+<table id="metrics"><tr><th>metric</th><th>value</th><th>n</th><th>definition</th></tr>{metrics}</table>
+<h2>Since the previous run</h2>
+<table id="regressions"><tr><th>change</th><th>case</th><th>claim</th><th>bucket</th><th>before</th><th>now</th></tr>
+{regressions}</table>
+<h2>Failing claims ({len(r.failing)})</h2>
+<table id="failing"><tr><th>case</th><th>claim</th><th>bucket</th><th>stage</th><th>reason</th><th>span</th>
+<th>trace</th></tr>{"".join(rows)}</table>
+</body></html>
+"""
+
+
+def render_json(r: Report) -> str:
+    return json.dumps(r.to_json(), indent=2, default=str)

@@ -1,0 +1,25 @@
+-- report_buckets.sql: how many claims of a run landed in each failure bucket (unweighted).
+-- Purpose: the headline of every report. All ten buckets appear, in repair order
+--   (most urgent first), with zero where nothing landed.
+-- Grain: one row per bucket (always 10 rows).
+-- Parameters: $run_id (VARCHAR).
+WITH buckets(position, bucket) AS (
+    VALUES (1, 'access_violation'), (2, 'invalid_citation'), (3, 'freshness'), (4, 'retrieval_miss'),
+           (5, 'context_drop'), (6, 'grounding'), (7, 'uncited'), (8, 'attribution'), (9, 'resolution'),
+           (10, 'ok')
+),
+run_claims AS (
+    SELECT bucket FROM claim_results WHERE run_id = $run_id
+),
+total AS (
+    SELECT count(*) AS n FROM run_claims
+)
+SELECT b.position,
+       b.bucket,
+       count(c.bucket) AS claims,
+       CASE WHEN t.n = 0 THEN 0.0 ELSE round(count(c.bucket) / t.n, 4) END AS share
+FROM buckets AS b
+CROSS JOIN total AS t
+LEFT JOIN run_claims AS c ON c.bucket = b.bucket
+GROUP BY b.position, b.bucket, t.n
+ORDER BY b.position

@@ -1,0 +1,34 @@
+-- report_regressions.sql: what got worse, and what got fixed, since the previous run.
+-- Purpose: compare two runs claim by claim. A claim is identified across runs by its
+--   case and gold claim id (or, for generated claims matching no gold claim, its text);
+--   traces differ from run to run, so each claim's buckets are counted over the traces
+--   of its case. A failing bucket whose count went up is a regression; down, a fix.
+-- Grain: one row per (case, claim, failing bucket) whose count changed.
+-- Parameters: $run_id (VARCHAR), $previous_run_id (VARCHAR or NULL: the latest run that
+--   started before $run_id).
+WITH previous AS (
+    SELECT coalesce($previous_run_id, (
+        SELECT r.run_id FROM runs AS r
+        WHERE r.started_at < (SELECT started_at FROM runs WHERE run_id = $run_id)
+        ORDER BY r.started_at DESC, r.run_id DESC LIMIT 1)) AS run_id
+),
+counted AS (
+    SELECT c.run_id = $run_id AS is_current, c.case_id, coalesce(c.gold_claim_id, c.claim_text) AS claim,
+           c.bucket, count(*) AS n
+    FROM claim_results AS c
+    WHERE c.run_id = $run_id OR c.run_id = (SELECT run_id FROM previous)
+    GROUP BY ALL
+),
+compared AS (
+    SELECT case_id, claim, bucket,
+           coalesce(sum(n) FILTER (WHERE NOT is_current), 0) AS before,
+           coalesce(sum(n) FILTER (WHERE is_current), 0) AS now
+    FROM counted
+    GROUP BY case_id, claim, bucket
+)
+SELECT CASE WHEN now > before THEN 'regressed' ELSE 'fixed' END AS change,
+       case_id, claim, bucket, before, now,
+       (SELECT run_id FROM previous) AS previous_run_id
+FROM compared
+WHERE bucket <> 'ok' AND now <> before AND (SELECT run_id FROM previous) IS NOT NULL
+ORDER BY change DESC, case_id, claim, bucket

@@ -1,0 +1,170 @@
+"""`citeline report`: demo twice with a fix between, gates, the HTML page in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CITELINE = str(Path(sys.executable).with_name("citeline"))
+
+
+def cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CITELINE, *args], cwd=cwd, capture_output=True, text=True, timeout=180, check=check
+    )
+
+
+@pytest.fixture(scope="module")
+def two_nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo run twice; between the runs the 'wrong-number' fault was fixed."""
+    work = tmp_path_factory.mktemp("nights")
+    cli("demo", "--format", "json", cwd=work)
+    cli("demo", "--format", "json", "--fix", "wrong-number", cwd=work)
+    return work
+
+
+def test_a_fix_between_two_demo_runs_shows_in_the_regression_report(two_nights: Path) -> None:
+    out = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)
+    assert [
+        (r["change"], r["case_id"], r["claim"], r["bucket"], r["before"], r["now"])
+        for r in out["regressions"]
+    ] == [("fixed", "returns-window", "window", "grounding", 1, 0)]
+    md = cli("report", "--format", "markdown", cwd=two_nights).stdout
+    assert "| fixed | returns-window | window | grounding | 1 | 0 |" in md
+
+
+def test_gates_exit_non_zero_with_a_one_line_reason(two_nights: Path) -> None:
+    ok = cli(
+        "report",
+        "--format",
+        "json",
+        "--fail-on",
+        "grounding>1",
+        "--fail-on",
+        "retrieval_miss>10%",
+        cwd=two_nights,
+    )
+    assert ok.returncode == 0
+    bad = cli(
+        "report",
+        "--format",
+        "json",
+        "--fail-on",
+        "access_violation>0",
+        "--fail-on",
+        "uncited>4%",
+        cwd=two_nights,
+        check=False,
+    )
+    assert bad.returncode == 1
+    lines = [ln for ln in bad.stderr.splitlines() if ln.startswith("citeline: gate")]
+    assert len(lines) == 2
+    assert re.fullmatch(
+        r"citeline: gate access_violation>0 failed: access_violation is 3 claims in run \S+", lines[0]
+    )
+    assert re.fullmatch(
+        r"citeline: gate uncited>4% failed: uncited is 5\.0% \(2 of 40 claims\) in run \S+", lines[1]
+    )
+    wrong = cli("report", "--fail-on", "groundingg>0", cwd=two_nights, check=False)
+    assert wrong.returncode == 2
+    assert "unknown bucket 'groundingg'" in wrong.stderr
+
+
+def test_report_without_a_store_or_run_is_a_clear_error(tmp_path: Path) -> None:
+    missing = cli("report", cwd=tmp_path, check=False)
+    assert missing.returncode == 2
+    assert "no store at citeline.duckdb" in missing.stderr
+    unknown = cli("report", "--db", str(tmp_path / "x.duckdb"), "--run", "nope", cwd=tmp_path, check=False)
+    assert unknown.returncode == 2
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.fail(
+            "chromium is missing: .ci/run installs Debian's chromium package (apt-get install chromium)"
+        )
+    return found
+
+
+def _headless(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ]
+    return subprocess.run(
+        [_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=True
+    )
+
+
+def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Path, tmp_path: Path) -> None:
+    page = two_nights / "report.html"
+    cli(
+        "report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights
+    )
+    failing = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)["failing_claims"]
+    dom = _headless(tmp_path, "--dump-dom", page.as_uri()).stdout
+    assert dom.count('class="bar"') == 10 + 5  # ten buckets, five funnel steps
+    for chart in ("chart-buckets", "chart-funnel", "chart-trend"):
+        assert f'id="{chart}"' in dom
+    assert dom.count('class="trend-line"') > 0
+    assert dom.count('class="failing-claim"') == len(failing) == 18
+    first = failing[0]
+    assert f'href="http://127.0.0.1:6006/redirects/spans/{first["span_id"]}"' in dom
+    assert "returns-window" in dom and "window" in dom
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    shot.unlink(missing_ok=True)
+    _headless(tmp_path, f"--screenshot={shot}", "--window-size=1280,2200", page.as_uri())
+    assert shot.exists()
+    assert shot.stat().st_size > 20_000
+    shutil.copy(page, ARTIFACTS / "report.html")
+
+
+def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path, tmp_path: Path) -> None:
+    from citeline.examples.demo import gold_path
+
+    traces = next((two_nights / "citeline-demo-traces").iterdir())
+    args = [CITELINE, "analyze", "--traces", str(traces), "--gold", str(gold_path()), "--format", "json"]
+    piped = subprocess.run(
+        [*args, "--db", str(tmp_path / "a.duckdb")], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "ingesting" not in piped.stderr
+    # a real terminal on stderr: the progress line appears, unless --quiet
+    for quiet, expect in ((False, True), (True, False)):
+        master, slave = pty.openpty()
+        extra = ["--quiet"] if quiet else []
+        proc = subprocess.run(
+            [*args, "--db", str(tmp_path / f"b{quiet}.duckdb"), *extra],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            timeout=120,
+            check=True,
+        )
+        os.close(slave)
+        seen = b""
+        try:
+            while chunk := os.read(master, 4096):
+                seen += chunk
+        except OSError:
+            pass
+        os.close(master)
+        assert (b"ingesting" in seen) is expect
+        assert json.loads(proc.stdout)["summary"]

@@ -1,0 +1,278 @@
+"""Every report .sql file: small literal rows in, the exact rows out, through plain DuckDB.
+
+Each test writes a real DuckDB file with the store schema, inserts literal rows
+and runs the query file exactly as the duckdb CLI would (the text of the file,
+parameters bound), so the files are proven to run unchanged outside Python too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from citeline.analyzer._store import BUCKETS, query_path
+
+T0 = dt.datetime(2026, 8, 10, 2, 0)
+REPORTS = [
+    "report_buckets",
+    "report_funnel",
+    "report_citation_metrics",
+    "report_trend",
+    "report_regressions",
+    "report_worst_cases",
+    "report_failing_claims",
+    "latest_run",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = duckdb.connect(str(tmp_path / "store.duckdb"))
+    con.execute(query_path("schema").read_text())
+    yield con
+    con.close()
+
+
+def run(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple[Any, ...]]:
+    """The file's text, as is, with bound parameters: what `duckdb store.duckdb < file` runs."""
+    return con.execute(query_path(name).read_text(encoding="utf-8"), params).fetchall()
+
+
+def add_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime) -> None:
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0)", [run_id, started, started]
+    )
+
+
+def claim(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    trace: str,
+    case: str,
+    gold: str | None,
+    bucket: str,
+    *,
+    text: str | None = "claim text",
+    chain: tuple[bool, ...] = (True,) * 6,
+    cites: int = 1,
+    invalid: int = 0,
+    aligned: int = 1,
+    expect: str = "answer",
+    abstained: bool = False,
+    flags: list[str] | None = None,
+    stage: str | None = None,
+    span: str | None = None,
+) -> None:
+    con.execute(
+        f"INSERT INTO claim_results VALUES ({', '.join('?' * 24)})",
+        [
+            run_id,
+            trace,
+            case,
+            gold,
+            text,
+            bucket,
+            stage,
+            span,
+            flags if flags is not None else ([] if bucket == "ok" else [bucket]),
+            f"why {bucket}",
+            "entailed",
+            [],
+            T0,
+            *chain,
+            cites,
+            invalid,
+            aligned,
+            expect,
+            abstained,
+        ],
+    )
+
+
+def every_bucket_run(con: duckdb.DuckDBPyConnection, run_id: str = "r2") -> None:
+    """One claim per bucket (case c1..c10), plus a second ok claim on c10."""
+    add_run(con, run_id, T0)
+    for i, bucket in enumerate(BUCKETS, start=1):
+        claim(
+            con,
+            run_id,
+            f"t{i}",
+            f"c{i}",
+            "g",
+            bucket,
+            stage=None if bucket == "ok" else "generation",
+            span=None if bucket == "ok" else f"s{i}",
+        )
+    claim(con, run_id, "t10", "c10", "g2", "ok")
+
+
+def test_every_report_file_has_a_header(store: duckdb.DuckDBPyConnection) -> None:
+    for name in REPORTS:
+        head = query_path(name).read_text().splitlines()[:6]
+        assert head[0].startswith(f"-- {name}.sql: "), name
+        text = "\n".join(query_path(name).read_text().splitlines()[:20])
+        assert "-- Grain:" in text and "-- Parameters:" in text, name
+
+
+def test_buckets_empty_run(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r0", T0)
+    assert run(store, "report_buckets", run_id="r0") == [
+        (i, b, 0, 0.0) for i, b in enumerate(BUCKETS, start=1)
+    ]
+
+
+def test_buckets_every_bucket(store: duckdb.DuckDBPyConnection) -> None:
+    every_bucket_run(store)
+    rows = run(store, "report_buckets", run_id="r2")
+    assert rows == [
+        (i, b, 2 if b == "ok" else 1, round((2 if b == "ok" else 1) / 11, 4))
+        for i, b in enumerate(BUCKETS, start=1)
+    ]
+
+
+def test_funnel_empty_and_chain(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r0", T0)
+    assert run(store, "report_funnel", run_id="r0") == [
+        (1, "retrieved", 0, 0, 0.0, 0.0),
+        (2, "in_context", 0, 0, 0.0, 0.0),
+        (3, "cited", 0, 0, 0.0, 0.0),
+        (4, "resolved", 0, 0, 0.0, 0.0),
+        (5, "rendered", 0, 0, 0.0, 0.0),
+    ]
+    add_run(store, "r1", T0)
+    # needed, retrieved, in context, cited, resolved, rendered
+    claim(store, "r1", "t1", "c", "a", "ok")
+    claim(store, "r1", "t2", "c", "b", "retrieval_miss", chain=(True, False, False, False, False, False))
+    claim(store, "r1", "t3", "c", "c", "context_drop", chain=(True, True, False, False, False, False))
+    claim(store, "r1", "t4", "c", "d", "resolution", chain=(True, True, True, True, False, False))
+    claim(store, "r1", "t5", "c", "(abstain)", "ok", chain=(False,) * 6)
+    assert run(store, "report_funnel", run_id="r1") == [
+        (1, "retrieved", 3, 4, 0.75, 0.75),
+        (2, "in_context", 2, 4, 0.5, round(2 / 3, 4)),
+        (3, "cited", 2, 4, 0.5, 1.0),
+        (4, "resolved", 1, 4, 0.25, 0.5),
+        (5, "rendered", 1, 4, 0.25, 1.0),
+    ]
+
+
+def test_citation_metrics_empty_and_mixed(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r0", T0)
+    assert [r[1:5] for r in run(store, "report_citation_metrics", run_id="r0")] == [
+        ("validity", 0, 0, 0.0),
+        ("completeness", 0, 0, 0.0),
+        ("aligned_precision", 0, 0, 0.0),
+        ("unsupported_answers", 0, 0, 0.0),
+        ("abstention_rate", 0, 0, 0.0),
+        ("answer_coverage", 0, 0, 0.0),
+    ]
+    add_run(store, "r1", T0)
+    claim(store, "r1", "t1", "c1", "a", "ok", cites=2, aligned=2)
+    claim(store, "r1", "t1", "c1", "b", "invalid_citation", cites=2, invalid=1, aligned=0)
+    claim(store, "r1", "t2", "c2", "a", "uncited", cites=0, aligned=0)
+    claim(store, "r1", "t3", "c3", "a", "grounding", cites=1, aligned=1)
+    claim(
+        store,
+        "r1",
+        "t4",
+        "c4",
+        "(abstain)",
+        "ok",
+        text=None,
+        cites=0,
+        aligned=0,
+        expect="abstain",
+        abstained=True,
+    )
+    rows = run(store, "report_citation_metrics", run_id="r1")
+    assert [r[:5] for r in rows] == [
+        (1, "validity", 4, 5, 0.8),
+        (2, "completeness", 3, 4, 0.75),
+        (3, "aligned_precision", 3, 4, 0.75),
+        (4, "unsupported_answers", 1, 3, 0.3333),
+        (5, "abstention_rate", 1, 4, 0.25),
+        (6, "answer_coverage", 3, 3, 1.0),
+    ]
+    assert rows[0][5] == "citations that point into the context the model saw / all citations"
+
+
+def test_trend_takes_the_last_run_of_each_day(store: duckdb.DuckDBPyConnection) -> None:
+    assert run(store, "report_trend", since=None) == []
+    add_run(store, "d1-early", T0)
+    claim(store, "d1-early", "t", "c", "a", "grounding")
+    add_run(store, "d1-late", T0 + dt.timedelta(hours=3))
+    claim(store, "d1-late", "t", "c", "a", "ok")
+    add_run(store, "d2", T0 + dt.timedelta(days=1))
+    claim(store, "d2", "t", "c", "a", "grounding")
+    claim(store, "d2", "u", "c", "a", "grounding")
+    day1, day2 = dt.date(2026, 8, 10), dt.date(2026, 8, 11)
+    assert run(store, "report_trend", since=None) == [
+        (day1, "d1-late", "ok", 1),
+        (day2, "d2", "grounding", 2),
+    ]
+    assert run(store, "report_trend", since=day2) == [(day2, "d2", "grounding", 2)]
+
+
+def test_regressions_both_ways_and_first_run(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r1", T0)
+    claim(store, "r1", "t1", "c1", "a", "ok")
+    claim(store, "r1", "t2", "c2", "a", "grounding")
+    claim(store, "r1", "t3", "c3", None, "uncited", text="Extra claim.")
+    assert run(store, "report_regressions", run_id="r1", previous_run_id=None) == []
+    add_run(store, "r2", T0 + dt.timedelta(days=1))
+    claim(store, "r2", "t4", "c1", "a", "retrieval_miss")
+    claim(store, "r2", "t5", "c2", "a", "ok")
+    claim(store, "r2", "t6", "c3", None, "uncited", text="Extra claim.")
+    assert run(store, "report_regressions", run_id="r2", previous_run_id=None) == [
+        ("regressed", "c1", "a", "retrieval_miss", 0, 1, "r1"),
+        ("fixed", "c2", "a", "grounding", 1, 0, "r1"),
+    ]
+    # explicit previous run, and an empty run against it
+    add_run(store, "r3", T0 + dt.timedelta(days=2))
+    assert run(store, "report_regressions", run_id="r3", previous_run_id="r1") == [
+        ("fixed", "c2", "a", "grounding", 1, 0, "r1"),
+        ("fixed", "c3", "Extra claim.", "uncited", 1, 0, "r1"),
+    ]
+
+
+def test_worst_cases(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r0", T0)
+    assert run(store, "report_worst_cases", run_id="r0", limit=5) == []
+    every_bucket_run(store)
+    claim(store, "r2", "t3b", "c3", "h", "uncited")
+    rows = run(store, "report_worst_cases", run_id="r2", limit=3)
+    assert rows == [
+        ("c3", 2, 2, "freshness", ["freshness", "uncited"]),
+        ("c1", 1, 1, "access_violation", ["access_violation"]),
+        ("c2", 1, 1, "invalid_citation", ["invalid_citation"]),
+    ]
+
+
+def test_failing_claims_in_repair_order(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r0", T0)
+    assert run(store, "report_failing_claims", run_id="r0") == []
+    every_bucket_run(store)
+    rows = run(store, "report_failing_claims", run_id="r2")
+    assert [r[3] for r in rows] == list(BUCKETS[:-1])
+    assert rows[0] == (
+        "c1",
+        "g",
+        "claim text",
+        "access_violation",
+        "generation",
+        "why access_violation",
+        "t1",
+        "s1",
+        ["access_violation"],
+    )
+
+
+def test_latest_run(store: duckdb.DuckDBPyConnection) -> None:
+    assert run(store, "latest_run") == []
+    add_run(store, "a", T0)
+    add_run(store, "b", T0 + dt.timedelta(minutes=1))
+    assert run(store, "latest_run") == [("b", T0 + dt.timedelta(minutes=1))]
