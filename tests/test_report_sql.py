@@ -276,3 +276,58 @@ def test_latest_run(store: duckdb.DuckDBPyConnection) -> None:
     add_run(store, "a", T0)
     add_run(store, "b", T0 + dt.timedelta(minutes=1))
     assert run(store, "latest_run") == [("b", T0 + dt.timedelta(minutes=1))]
+
+
+def test_every_bucket_run_through_funnel_metrics_trend_and_regressions(
+    store: duckdb.DuckDBPyConnection,
+) -> None:
+    every_bucket_run(store)
+    assert run(store, "report_funnel", run_id="r2") == [
+        (1, "retrieved", 11, 11, 1.0, 1.0),
+        (2, "in_context", 11, 11, 1.0, 1.0),
+        (3, "cited", 11, 11, 1.0, 1.0),
+        (4, "resolved", 11, 11, 1.0, 1.0),
+        (5, "rendered", 11, 11, 1.0, 1.0),
+    ]
+    assert [r[1:5] for r in run(store, "report_citation_metrics", run_id="r2")] == [
+        ("validity", 11, 11, 1.0),
+        ("completeness", 11, 11, 1.0),
+        ("aligned_precision", 11, 11, 1.0),
+        ("unsupported_answers", 1, 10, 0.1),
+        ("abstention_rate", 0, 10, 0.0),
+        ("answer_coverage", 10, 10, 1.0),
+    ]
+    assert run(store, "report_trend", since=None) == [
+        (dt.date(2026, 8, 10), "r2", b, 2 if b == "ok" else 1) for b in sorted(BUCKETS)
+    ]
+    assert run(store, "report_regressions", run_id="r2", previous_run_id=None) == []
+
+
+def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
+    """duckdb.connect(store).execute(open(path).read(), params) for every report file."""
+    db = tmp_path / "plain.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(query_path("schema").read_text())
+    every_bucket_run(con)
+    con.close()
+    params = {
+        "report_buckets": {"run_id": "r2"},
+        "report_funnel": {"run_id": "r2"},
+        "report_citation_metrics": {"run_id": "r2"},
+        "report_trend": {"since": None},
+        "report_regressions": {"run_id": "r2", "previous_run_id": None},
+        "report_worst_cases": {"run_id": "r2", "limit": 10},
+        "report_failing_claims": {"run_id": "r2"},
+        "latest_run": {},
+    }
+    assert set(params) == set(REPORTS)
+    for name, p in params.items():
+        path = query_path(name)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        plain = duckdb.connect(str(db))
+        try:
+            rows = plain.execute(text, p).fetchall()
+        finally:
+            plain.close()
+        assert rows or name == "report_regressions", name
