@@ -51,6 +51,7 @@ class AnalysisResult:
     ingest: IngestReport
     gold_errors: list[GoldError] = field(default_factory=list)
     unmatched_traces: int = 0
+    phoenix_url: str | None = None
 
     @property
     def summary(self) -> dict[str, int]:
@@ -74,18 +75,28 @@ class AnalysisResult:
             "skipped": self.skipped,
             "problems": self.problems(),
             "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
-            "claims": self.claims.select(
-                "trace_id",
-                "case_id",
-                "gold_claim_id",
-                "claim_text",
-                "bucket",
-                "stage",
-                "flags",
-                "reason",
-                "span_id",
-            ).to_dicts(),
+            "claims": [
+                self._link(c)
+                for c in self.claims.select(
+                    "trace_id",
+                    "case_id",
+                    "gold_claim_id",
+                    "claim_text",
+                    "bucket",
+                    "stage",
+                    "flags",
+                    "reason",
+                    "span_id",
+                ).to_dicts()
+            ],
         }
+
+    def _link(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """A failing claim carries its Phoenix links when a Phoenix URL is configured."""
+        if self.phoenix_url and claim["bucket"] != "ok" and claim["span_id"]:
+            claim["span_url"] = f"{self.phoenix_url}/redirects/spans/{claim['span_id']}"
+            claim["trace_url"] = f"{self.phoenix_url}/redirects/traces/{claim['trace_id']}"
+        return claim
 
 
 def _norm_question(q: str) -> str:
@@ -183,14 +194,9 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
 
 def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> None:
     """Split every distinct prose answer once; decide abstention once per answer."""
-    answers = [
-        r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer IS NOT NULL").fetchall()
-    ]
+    answers = [r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer IS NOT NULL").fetchall()]
     structured = {
-        r[0]
-        for r in con.execute(
-            "SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'"
-        ).fetchall()
+        r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'").fetchall()
     }
     rows: list[dict[str, Any]] = []
     abstain: list[dict[str, Any]] = []
@@ -211,9 +217,7 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
                 }
             )
         has_phrase = any(p in fold(answer) for p in folded_phrases)
-        abstain.append(
-            {"answer": answer, "abstains": answer not in structured and has_phrase and not cited_factual}
-        )
+        abstain.append({"answer": answer, "abstains": answer not in structured and has_phrase and not cited_factual})
     _register(
         con,
         "t_answer_claims",

@@ -82,6 +82,7 @@ def _analyze(args: argparse.Namespace) -> int:
         progress=show,
         on_phase=(lambda name: print(f"{name}...", file=sys.stderr)) if show else None,
     )
+    result.phoenix_url = _phoenix_url(args)
     _print_result(result, args.format)
     for p in result.problems():
         print(f"citeline: skipped: {p}", file=sys.stderr)
@@ -115,8 +116,66 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
+def _phoenix_url(args: argparse.Namespace) -> str | None:
     import os
+
+    url = getattr(args, "phoenix", None) or os.environ.get("CITELINE_PHOENIX_URL")
+    return url.rstrip("/") if url else None
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from ._phoenix import PhoenixError, pull
+    from ._store import connect
+
+    con = connect(args.db)
+    try:
+        folder = Path(args.db).resolve().parent / "citeline-pulled"
+        report = pull(con, args.phoenix, args.project, since=args.since, folder=folder)
+    except PhoenixError as exc:
+        print(f"citeline: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        con.close()
+    print(
+        f"pulled {report.spans} span(s) in {report.traces} trace(s) from project {args.project!r}; "
+        f"{report.ingest.spans_added} new in {args.db}" + (f" (copy: {report.file})" if report.file else "")
+    )
+    for p in report.ingest.problems:
+        print(f"citeline: skipped: {p}", file=sys.stderr)
+    return 0
+
+
+def _annotate(args: argparse.Namespace) -> int:
+    from ._phoenix import PhoenixError, annotate
+    from ._report import ReportError, resolve_run
+    from ._store import connect
+
+    if not Path(args.db).exists():
+        print(
+            f"citeline: no store at {args.db}; run `citeline analyze --db {args.db} ...` first",
+            file=sys.stderr,
+        )
+        return 2
+    con = connect(args.db)
+    try:
+        run_id, _ = resolve_run(con, args.run)
+        report = annotate(con, args.phoenix.rstrip("/"), run_id)
+    except (PhoenixError, ReportError) as exc:
+        print(f"citeline: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        con.close()
+    print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
+    if report.missing_spans:
+        print(
+            f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "
+            + ", ".join(report.missing_spans[:10]),
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
 
     from ._report import (
         ReportError,
@@ -140,9 +199,7 @@ def _report(args: argparse.Namespace) -> int:
         gates = [parse_gate(g) for g in args.fail_on or []]
         con = connect(args.db)
         try:
-            report = build_report(
-                con, args.run, phoenix_url=args.phoenix or os.environ.get("CITELINE_PHOENIX_URL")
-            )
+            report = build_report(con, args.run, phoenix_url=_phoenix_url(args))
         finally:
             con.close()
     except ReportError as exc:
@@ -244,6 +301,27 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--phoenix", help="Phoenix base URL for span links (or CITELINE_PHOENIX_URL)")
     rep.set_defaults(func=_report)
 
+    pl = add(
+        "pull",
+        "copy spans from a running Phoenix into the store (incremental)",
+        "citeline pull --phoenix http://localhost:6006 --project policy-bot --since 24h",
+    )
+    pl.add_argument("--phoenix", required=True, help="Phoenix base URL (API key from PHOENIX_API_KEY)")
+    pl.add_argument("--project", required=True, help="Phoenix project name")
+    pl.add_argument("--since", help="first pull only: how far back, e.g. 24h, 7d, or an ISO time")
+    pl.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    pl.set_defaults(func=_pull)
+
+    an2 = add(
+        "annotate",
+        "write each failing claim onto its breaking span in Phoenix, as an annotation",
+        "citeline annotate --phoenix http://localhost:6006 --run latest",
+    )
+    an2.add_argument("--phoenix", required=True, help="Phoenix base URL (API key from PHOENIX_API_KEY)")
+    an2.add_argument("--run", default="latest", help="run id, or 'latest' (default)")
+    an2.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    an2.set_defaults(func=_annotate)
+
     an = add(
         "analyze",
         "join traces to a gold set and give every claim its failure bucket",
@@ -254,16 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="trace file or folder (repeatable); without it, what is already in the store",
     )
-    an.add_argument(
-        "--gold", required=True, help="gold YAML/JSON file, or a folder with corpus.jsonl + cases.jsonl"
-    )
+    an.add_argument("--gold", required=True, help="gold YAML/JSON file, or a folder with corpus.jsonl + cases.jsonl")
     an.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
     an.add_argument("--judge", default="rules", choices=("rules",), help="support judge (default rules)")
-    an.add_argument(
-        "--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge"
-    )
+    an.add_argument("--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge")
     an.add_argument("--format", choices=("table", "json"), default="table")
     an.add_argument("--quiet", action="store_true", help="no progress output")
+    an.add_argument("--phoenix", help="Phoenix base URL: failing claims get span links (or CITELINE_PHOENIX_URL)")
     an.set_defaults(func=_analyze)
 
     va = add(

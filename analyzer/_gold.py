@@ -299,9 +299,7 @@ def load_gold(path: str | Path) -> GoldSet:
         gold.errors.append(GoldError(str(path), where, "-", f"cannot parse: {exc}".splitlines()[0]))
         return gold
     if not isinstance(data, dict):
-        gold.errors.append(
-            GoldError(str(path), "line 1", "-", "expected a mapping with 'corpus' and 'cases'")
-        )
+        gold.errors.append(GoldError(str(path), "line 1", "-", "expected a mapping with 'corpus' and 'cases'"))
         return gold
     corpus = data.get("corpus") or []
     cases = data.get("cases") or []

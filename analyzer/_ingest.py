@@ -148,10 +148,7 @@ def ingest(
     for p in map(Path, paths):
         if not p.exists():
             report.problems.append(Problem(str(p), "-", "-", "no such file or folder"))
-    known = {
-        (str(path), int(size))
-        for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()
-    }
+    known = {(str(path), int(size)) for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()}
     todo = []
     for f in files:
         if (str(f), f.stat().st_size) in known:

@@ -100,9 +100,7 @@ _MONTH_DAY = re.compile(
     + r")\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4})(?!-))?"
 )
 _DAY_MONTH = re.compile(
-    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+("
-    + "|".join(sorted(_MONTHS, key=len, reverse=True))
-    + r")\b(?:,?\s+(\d{4})(?!-))?"
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b(?:,?\s+(\d{4})(?!-))?"
 )
 _QTY = re.compile(
     r"(?:"
@@ -114,9 +112,7 @@ _QTY = re.compile(
     + r")\b"
 )
 _BARE = re.compile(r"(?<![\w.])" + _NUM + r"(?![\w%])")
-_NEG = re.compile(
-    r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b"
-)
+_NEG = re.compile(r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b")
 _MAY = re.compile(r"\b(may|can|could|optional|optionally|allowed)\b")
 _MUST = re.compile(r"\b(must|required|requires|require|shall|mandatory|have to|has to|need to|needs to)\b")
 _WORD = re.compile(r"[a-z][a-z\-']{2,}")
@@ -218,9 +214,7 @@ class RulesJudge:
                 if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
                     wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
                     if wrong:
-                        return Judgment(
-                            "contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}"
-                        )
+                        return Judgment("contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}")
                     return Judgment("insufficient", f"does not state the gold fact {fact!r}")
             elif fold(fact) not in claim_fold:
                 return Judgment("insufficient", f"does not state the gold fact {fact!r}")

@@ -93,9 +93,7 @@ def resolve_run(con: duckdb.DuckDBPyConnection, run: str | None) -> tuple[str, s
     if run in (None, "latest"):
         rows = con.execute(sql("latest_run")).fetchall()
         if not rows:
-            raise ReportError(
-                "the store holds no runs yet: run `citeline analyze` (or `citeline demo`) first"
-            )
+            raise ReportError("the store holds no runs yet: run `citeline analyze` (or `citeline demo`) first")
         return str(rows[0][0]), str(rows[0][1])
     rows = con.execute("SELECT run_id, started_at FROM runs WHERE run_id = $r", {"r": run}).fetchall()
     if not rows:
@@ -155,9 +153,7 @@ def parse_gate(text: str) -> Gate:
         )
     bucket = m.group(1)
     if bucket not in BUCKETS and bucket != "failing":
-        raise ReportError(
-            f"unknown bucket {bucket!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing"
-        )
+        raise ReportError(f"unknown bucket {bucket!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing")
     return Gate(bucket, m.group(2), float(m.group(3)), m.group(4) == "%")
 
 
@@ -201,9 +197,7 @@ def render_markdown(r: Report) -> str:
         "| step | claims | of needed | of previous step |",
         "|---|---:|---:|---:|",
     ]
-    lines += [
-        f"| {f['step']} | {f['claims']} | {_pct(f['rate'])} | {_pct(f['step_rate'])} |" for f in r.funnel
-    ]
+    lines += [f"| {f['step']} | {f['claims']} | {_pct(f['rate'])} | {_pct(f['step_rate'])} |" for f in r.funnel]
     lines += ["", "### Citation metrics", "", "| metric | value | | definition |", "|---|---:|---:|---|"]
     lines += [
         f"| {m['metric']} | {_pct(m['value'])} | {m['numerator']}/{m['denominator']} | {m['definition']} |"
@@ -268,12 +262,7 @@ def render_table(r: Report) -> None:
     for col in ("change", "case", "claim", "bucket", "before", "now"):
         g.add_column(col)
     for x in r.regressions:
-        g.add_row(
-            *(
-                Text(str(v))
-                for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])
-            )
-        )
+        g.add_row(*(Text(str(v)) for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])))
     console.print(g if r.regressions else Text("no change in failing claims since the previous run"))
 
 

@@ -32,9 +32,7 @@ def _phase(code: str) -> dict[str, float]:
         "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "print(json.dumps({**OUT, 'peak_mib': hwm / 1024}))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", wrapped], capture_output=True, text=True, check=True, cwd=str(HERE)
-    )
+    out = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, check=True, cwd=str(HERE))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -138,10 +136,7 @@ def main() -> None:
         t = time.perf_counter()
         size = synth.write_traces(traces, args.n)
         synth.gold(gold)
-        print(
-            f"generated {args.n:,} traces, {size / 1e6:,.0f} MB of OTLP/JSON "
-            f"in {time.perf_counter() - t:.0f} s"
-        )
+        print(f"generated {args.n:,} traces, {size / 1e6:,.0f} MB of OTLP/JSON in {time.perf_counter() - t:.0f} s")
     db.unlink(missing_ok=True)
     size = sum(p.stat().st_size for p in traces.glob("*.jsonl"))
 

@@ -129,9 +129,7 @@ def trace_line(i: int, rng: random.Random) -> bytes:
     answer = " ".join(sentences)
     markers = sorted({label_of[chunk_id(d, p)] for p in range(3) if chunk_id(d, p) in label_of}, key=int)
 
-    def span(
-        k: int, name: str, stage: str, attrs: list[dict[str, Any]], parent: str | None
-    ) -> dict[str, Any]:
+    def span(k: int, name: str, stage: str, attrs: list[dict[str, Any]], parent: str | None) -> dict[str, Any]:
         s: dict[str, Any] = {
             "traceId": trace_id,
             "spanId": sid[k],
@@ -224,12 +222,7 @@ def trace_line(i: int, rng: random.Random) -> bytes:
                 _kv("citeline.resolution.version", _arr(["v2" for _ in markers])),
                 _kv(
                     "citeline.resolution.uri",
-                    _arr(
-                        [
-                            f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}"
-                            for m in markers
-                        ]
-                    ),
+                    _arr([f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}" for m in markers]),
                 ),
             ],
             sid[0],
@@ -243,12 +236,7 @@ def trace_line(i: int, rng: random.Random) -> bytes:
                 _kv("citeline.render.label", _arr(markers)),
                 _kv(
                     "citeline.render.uri",
-                    _arr(
-                        [
-                            f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}"
-                            for m in markers
-                        ]
-                    ),
+                    _arr([f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}" for m in markers]),
                 ),
                 _kv("citeline.render.title", _arr([f"Policy {d}" for _ in markers])),
             ],

@@ -58,8 +58,7 @@ RIGHT = {
     "[[restocking-v2#fee-1]].",
     "warranty-claim": "Warranty claims must be filed online with the order number and a photo of the defect "
     "[[warranty-v1#claims-3]].",
-    "price-match": "We match a competitor's advertised price within 14 days of purchase "
-    "[[price-match-v1#policy-1]].",
+    "price-match": "We match a competitor's advertised price within 14 days of purchase [[price-match-v1#policy-1]].",
     "abstain": "I cannot verify that from the policies I have.",
 }
 
@@ -164,10 +163,7 @@ def _scenarios() -> list[Scenario]:
         "returns-window",
         "freshness",
         "retrieval",
-        {
-            "script": "Yes, opened electronics may be returned within 30 days of delivery "
-            "[[returns-v3#eligibility-2]]."
-        },
+        {"script": "Yes, opened electronics may be returned within 30 days of delivery [[returns-v3#eligibility-2]]."},
         {"script": RIGHT["returns-window"]},
     )
     # 4. retrieval_miss: the index lost the supporting chunk (a, b)
@@ -216,10 +212,7 @@ def _scenarios() -> list[Scenario]:
         "returns-window",
         "grounding",
         "generation",
-        {
-            "script": "Yes, opened electronics may be returned within 60 days of delivery "
-            "[[returns-v4#eligibility-2]]."
-        },
+        {"script": "Yes, opened electronics may be returned within 60 days of delivery [[returns-v4#eligibility-2]]."},
         {"script": RIGHT["returns-window"]},
     )
     s += _pair(
@@ -280,9 +273,7 @@ def _scenarios() -> list[Scenario]:
         "render",
         {
             "script": RIGHT["refund-speed"],
-            "faults": Faults(
-                render_uri={"returns-v4#refunds-3": "https://kb.example.com/returns/v3#refunds-3"}
-            ),
+            "faults": Faults(render_uri={"returns-v4#refunds-3": "https://kb.example.com/returns/v3#refunds-3"}),
         },
         {"script": RIGHT["refund-speed"]},
     )
@@ -328,8 +319,6 @@ def run_scenarios(
                 hide=faults.hide | tweak.hide,
             )
         answers.append(
-            bot.ask(
-                sc.question, sc.script, case_id=sc.case_id, principal=sc.principal, as_of=AS_OF, faults=faults
-            )
+            bot.ask(sc.question, sc.script, case_id=sc.case_id, principal=sc.principal, as_of=AS_OF, faults=faults)
         )
     return answers

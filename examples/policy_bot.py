@@ -186,19 +186,14 @@ class PolicyBot:
             if overlap:
                 scored.append((overlap / (len(words) ** 0.5), chunk.chunk_id, chunk))
         scored.sort(key=lambda t: (-t[0], t[1]))
-        return [
-            Chunk(**{**_fields(chunk), "score": round(score, 4)})
-            for score, _, chunk in scored[: faults.top_k]
-        ]
+        return [Chunk(**{**_fields(chunk), "score": round(score, 4)}) for score, _, chunk in scored[: faults.top_k]]
 
     @context_assembly
     def build_prompt(self, question: str, hits: list[Chunk], faults: Faults) -> Prompt:
         kept = [h for h in hits if h.chunk_id not in faults.drop_from_context][: faults.context_budget]
         if faults.shuffle_seed is not None:
             random.Random(faults.shuffle_seed).shuffle(kept)
-        labelled = [
-            Chunk(**{**_fields(c), "label": str(i + 1 + faults.label_offset)}) for i, c in enumerate(kept)
-        ]
+        labelled = [Chunk(**{**_fields(c), "label": str(i + 1 + faults.label_offset)}) for i, c in enumerate(kept)]
         return Prompt(question, labelled)
 
     @generation
@@ -285,9 +280,7 @@ def _follow_script(prompt: Prompt, script: Any, known: set[str]) -> Any:
         claims = [
             {
                 **claim,
-                "evidence": [
-                    e for e in claim["evidence"] if e["chunk_id"] in shown or e["chunk_id"] not in known
-                ],
+                "evidence": [e for e in claim["evidence"] if e["chunk_id"] in shown or e["chunk_id"] not in known],
             }
             for claim in script["claims"]
         ]
@@ -305,8 +298,7 @@ SAMPLE: list[dict[str, Any]] = [
     {
         "case_id": "returns-45d",
         "question": "Can an opened device be returned after 45 days?",
-        "script": "No. Opened electronics may be returned within 30 days of delivery "
-        "[[returns-v4#eligibility-2]].",
+        "script": "No. Opened electronics may be returned within 30 days of delivery [[returns-v4#eligibility-2]].",
         "principal": {"id": "alice", "groups": ["staff"]},
         "as_of": "2026-08-10",
     },
@@ -326,9 +318,7 @@ SAMPLE: list[dict[str, Any]] = [
             "claims": [
                 {
                     "text": "The warranty does not cover water damage.",
-                    "evidence": [
-                        {"chunk_id": "warranty-v1#exclusions-2", "quote": "does not cover accidental damage"}
-                    ],
+                    "evidence": [{"chunk_id": "warranty-v1#exclusions-2", "quote": "does not cover accidental damage"}],
                 }
             ],
             "abstained": False,

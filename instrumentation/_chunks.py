@@ -153,9 +153,7 @@ def to_record(obj: Any) -> ChunkRecord:
     if hasattr(obj, "chunk_id") or hasattr(obj, "doc_id"):
         text = _s(getattr(obj, "text", None) or getattr(obj, "content", None))
         meta = getattr(obj, "metadata", None)
-        return _from_fields(
-            lambda name: getattr(obj, name, None), text, meta if isinstance(meta, Mapping) else None
-        )
+        return _from_fields(lambda name: getattr(obj, name, None), text, meta if isinstance(meta, Mapping) else None)
     raise TypeError(
         f"cannot read a chunk from {type(obj).__name__}; give it doc_id/chunk_id "
         "fields or pass to_chunks= to the decorator"

@@ -179,8 +179,7 @@ class TraceFileProcessor(SpanProcessor):
                 self.dropped += 1
                 if self.dropped == 1:
                     _guard.log.warning(
-                        "citeline: trace file queue full (%d spans); dropping spans until the "
-                        "writer catches up",
+                        "citeline: trace file queue full (%d spans); dropping spans until the writer catches up",
                         self.max_queue,
                     )
                 return

@@ -76,9 +76,7 @@ class RequestScope:
         self._start()
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._end(exc)
 
     async def __aenter__(self) -> RequestScope:
@@ -147,9 +145,7 @@ class RequestScope:
     # --- decorator ----------------------------------------------------------------
     def _for_call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RequestScope:
         return RequestScope(
-            self.question
-            if self.question is not None
-            else first_text_arg(args, kwargs, ("question", "query", "q")),
+            self.question if self.question is not None else first_text_arg(args, kwargs, ("question", "query", "q")),
             case_id=self.case_id if self.case_id is not None else kwargs.get("case_id"),
             principal=self.principal if self.principal is not None else kwargs.get("principal"),
             as_of=self.as_of if self.as_of is not None else kwargs.get("as_of"),

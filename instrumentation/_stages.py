@@ -135,9 +135,7 @@ def _base(stage: str, kind: str) -> dict[str, Any]:
 # --- start-of-stage inputs -----------------------------------------------------------
 
 
-def start_attributes(
-    stage: str, args: Sequence[Any], kwargs: Mapping[str, Any], content: bool
-) -> dict[str, Any]:
+def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any], content: bool) -> dict[str, Any]:
     """Attributes known when the stage starts (its kind and input)."""
     kind = {
         "retrieval": K.KIND_RETRIEVER,
@@ -165,9 +163,7 @@ def start_attributes(
 
 def retrieval_attributes(chunks: Columns, limit: int, content: bool) -> dict[str, Any]:
     """Retrieved chunks: OpenInference documents + citeline arrays."""
-    return _with_documents(
-        {}, K.OI_RETRIEVAL_DOCUMENTS, chunks, _chunk_arrays(chunks, content=content), limit, content
-    )
+    return _with_documents({}, K.OI_RETRIEVAL_DOCUMENTS, chunks, _chunk_arrays(chunks, content=content), limit, content)
 
 
 def context_attributes(chunks: Columns, limit: int, content: bool, prompt: str | None) -> dict[str, Any]:
@@ -257,9 +253,7 @@ _REN_FIELDS = (
 )
 
 
-def _rows_attributes(
-    value: Any, fields: Sequence[tuple[str, str]], containers: Sequence[str]
-) -> dict[str, Any]:
+def _rows_attributes(value: Any, fields: Sequence[tuple[str, str]], containers: Sequence[str]) -> dict[str, Any]:
     items: Any = None
     for name in containers:
         inner = _get(value, name) if not isinstance(value, list | tuple) else None

@@ -31,9 +31,7 @@ class _Call:
 
     __slots__ = ("fn_args", "fn_kwargs", "span", "stage", "to_chunks")
 
-    def __init__(
-        self, stage: str, span: Span, args: Sequence[Any], kwargs: Mapping[str, Any], to_chunks: Any
-    ) -> None:
+    def __init__(self, stage: str, span: Span, args: Sequence[Any], kwargs: Mapping[str, Any], to_chunks: Any) -> None:
         self.stage = stage
         self.span = span
         self.fn_args = args
@@ -92,9 +90,7 @@ class _HookError(Exception):
     """The user's ``to_chunks`` hook raised; carries the original as ``__cause__``."""
 
 
-def _begin(
-    stage: str, name: str, args: Sequence[Any], kwargs: Mapping[str, Any], to_chunks: Any
-) -> _Call | None:
+def _begin(stage: str, name: str, args: Sequence[Any], kwargs: Mapping[str, Any], to_chunks: Any) -> _Call | None:
     tracer = _config.current_tracer()
     if tracer is None:
         return None

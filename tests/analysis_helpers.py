@@ -45,9 +45,7 @@ def run_and_analyze(
                     label_offset=tweak.label_offset,
                     hide=faults.hide | tweak.hide,
                 )
-            bot.ask(
-                sc.question, sc.script, case_id=sc.case_id, principal=sc.principal, as_of=AS_OF, faults=faults
-            )
+            bot.ask(sc.question, sc.script, case_id=sc.case_id, principal=sc.principal, as_of=AS_OF, faults=faults)
             req = [s for s in t.spans() if (s.attributes or {}).get("citeline.stage") == "request"][-1]
             trace_ids.append(f"{req.context.trace_id:032x}")
         t.handle.force_flush()

@@ -27,8 +27,7 @@ def _counts(db: Path) -> tuple[int, int, int]:
     con = duckdb.connect(str(db))
     try:
         return con.execute(
-            "SELECT (SELECT count(*) FROM spans), (SELECT count(*) FROM claim_results), "
-            "(SELECT count(*) FROM runs)"
+            "SELECT (SELECT count(*) FROM spans), (SELECT count(*) FROM claim_results), (SELECT count(*) FROM runs)"
         ).fetchall()[0]
     finally:
         con.close()
@@ -75,9 +74,9 @@ def test_truncated_line_binary_junk_and_unknown_version(tmp_path: Path) -> None:
     where = [p.split(": ")[0] for p in problems]
     assert any(w.endswith("b.jsonl.gz:line 1") for w in where), problems
     assert any(w.endswith("b.jsonl.gz:line 2") for w in where), problems
-    assert any(
-        "b.jsonl.gz:line 3 (trace " + "f" * 32 in p and "unknown schema version '99'" in p for p in problems
-    ), problems
+    assert any("b.jsonl.gz:line 3 (trace " + "f" * 32 in p and "unknown schema version '99'" in p for p in problems), (
+        problems
+    )
     assert any("invalid JSON" in p for p in problems)
     assert any("not UTF-8" in p for p in problems)
     # the good trace of the bad file is analyzed alongside the first file's
@@ -160,8 +159,7 @@ def test_gold_folder_form_and_json_records(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "corpus.jsonl").write_text('{"chunk_id": "a", "doc_id": "d"}\n{"chunk_id": "b"}\n')
     (folder / "cases.jsonl").write_text(
-        '{"case_id": "c", "question": "q?", "claims": [{"claim_id": "x", "text": "t", "support": [["a"]]}]}\n'
-        "not json\n"
+        '{"case_id": "c", "question": "q?", "claims": [{"claim_id": "x", "text": "t", "support": [["a"]]}]}\nnot json\n'
     )
     gold = load_gold(folder)
     assert [str(e) for e in gold.errors] == [

@@ -101,9 +101,7 @@ def _buckets(outcomes: list[Outcome]) -> dict[str, list[tuple[str | None, str, s
     }
 
 
-def test_shuffled_context_and_renamed_labels_change_no_bucket(
-    baseline: dict[str, Outcome], tmp_path: Path
-) -> None:
+def test_shuffled_context_and_renamed_labels_change_no_bucket(baseline: dict[str, Outcome], tmp_path: Path) -> None:
     _, shuffled = run_and_analyze(tmp_path, SCENARIOS, tweak=Faults(shuffle_seed=11, label_offset=10))
     assert _buckets(shuffled) == _buckets(list(baseline.values()))
     # the labels really changed: every context label now starts at 11
@@ -126,11 +124,7 @@ def test_removing_the_support_turns_ok_into_retrieval_miss(tmp_path: Path) -> No
     )
     _, outcomes = run_and_analyze(tmp_path, twins, tweak=Faults(hide=support))
     for o in outcomes:
-        expected = (
-            "ok"
-            if o.scenario.script == "I cannot verify that from the policies I have."
-            else "retrieval_miss"
-        )
+        expected = "ok" if o.scenario.script == "I cannot verify that from the policies I have." else "retrieval_miss"
         for row in o.gold_rows:
             assert row["bucket"] == expected, (o.scenario.name, row)
             if expected == "retrieval_miss":

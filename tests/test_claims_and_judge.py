@@ -95,9 +95,7 @@ def test_real_expertqa_answers_parse_every_marker() -> None:
         path = DATA / "expertqa" / name
         assert path.exists(), f"test data missing: {path} (see ../shared/data/README.md)"
         for answer in (
-            a
-            for line in path.read_text(encoding="utf-8").splitlines()
-            for a in json.loads(line)["answers"].values()
+            a for line in path.read_text(encoding="utf-8").splitlines() for a in json.loads(line)["answers"].values()
         ):
             text = answer["answer_string"]
             groups = re.findall(r"\[([\d,\s]+)\]", text)  # [3] and [1,2] alike

@@ -40,9 +40,7 @@ CHUNKS = [
         "title": "Shipping",
     },
 ]
-RESOLVED = [
-    {"marker": "1", "doc_id": "returns", "chunk_id": "returns-v4#e2", "version": "v4", "uri": "https://kb/r4"}
-]
+RESOLVED = [{"marker": "1", "doc_id": "returns", "chunk_id": "returns-v4#e2", "version": "v4", "uri": "https://kb/r4"}]
 RENDERED = [{"label": "1", "uri": "https://kb/r4", "title": "Returns"}]
 ANSWER_PARTS = ["Returns are ", "accepted for 30 days ", "[1]."]
 

@@ -19,9 +19,7 @@ CITELINE = str(Path(sys.executable).with_name("citeline"))
 
 
 def cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CITELINE, *args], cwd=cwd, capture_output=True, text=True, timeout=180, check=check
-    )
+    return subprocess.run([CITELINE, *args], cwd=cwd, capture_output=True, text=True, timeout=180, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +34,7 @@ def two_nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_fix_between_two_demo_runs_shows_in_the_regression_report(two_nights: Path) -> None:
     out = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)
     assert [
-        (r["change"], r["case_id"], r["claim"], r["bucket"], r["before"], r["now"])
-        for r in out["regressions"]
+        (r["change"], r["case_id"], r["claim"], r["bucket"], r["before"], r["now"]) for r in out["regressions"]
     ] == [("fixed", "returns-window", "window", "grounding", 1, 0)]
     md = cli("report", "--format", "markdown", cwd=two_nights).stdout
     assert "| fixed | returns-window | window | grounding | 1 | 0 |" in md
@@ -69,12 +66,8 @@ def test_gates_exit_non_zero_with_a_one_line_reason(two_nights: Path) -> None:
     assert bad.returncode == 1
     lines = [ln for ln in bad.stderr.splitlines() if ln.startswith("citeline: gate")]
     assert len(lines) == 2
-    assert re.fullmatch(
-        r"citeline: gate access_violation>0 failed: access_violation is 3 claims in run \S+", lines[0]
-    )
-    assert re.fullmatch(
-        r"citeline: gate uncited>4% failed: uncited is 5\.0% \(2 of 40 claims\) in run \S+", lines[1]
-    )
+    assert re.fullmatch(r"citeline: gate access_violation>0 failed: access_violation is 3 claims in run \S+", lines[0])
+    assert re.fullmatch(r"citeline: gate uncited>4% failed: uncited is 5\.0% \(2 of 40 claims\) in run \S+", lines[1])
     wrong = cli("report", "--fail-on", "groundingg>0", cwd=two_nights, check=False)
     assert wrong.returncode == 2
     assert "unknown bucket 'groundingg'" in wrong.stderr
@@ -91,9 +84,7 @@ def test_report_without_a_store_or_run_is_a_clear_error(tmp_path: Path) -> None:
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if not found:
-        pytest.fail(
-            "chromium is missing: .ci/run installs Debian's chromium package (apt-get install chromium)"
-        )
+        pytest.fail("chromium is missing: .ci/run installs Debian's chromium package (apt-get install chromium)")
     return found
 
 
@@ -109,16 +100,12 @@ def _headless(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--disable-sync",
         f"--user-data-dir={tmp_path / 'chromium-profile'}",
     ]
-    return subprocess.run(
-        [_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=True
-    )
+    return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=True)
 
 
 def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Path, tmp_path: Path) -> None:
     page = two_nights / "report.html"
-    cli(
-        "report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights
-    )
+    cli("report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights)
     failing = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)["failing_claims"]
     dom = _headless(tmp_path, "--dump-dom", page.as_uri()).stdout
     assert dom.count('class="bar"') == 10 + 5  # ten buckets, five funnel steps

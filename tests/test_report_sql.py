@@ -44,9 +44,7 @@ def run(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple[
 
 
 def add_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime) -> None:
-    con.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0)", [run_id, started, started]
-    )
+    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0)", [run_id, started, started])
 
 
 def claim(
@@ -121,17 +119,14 @@ def test_every_report_file_has_a_header(store: duckdb.DuckDBPyConnection) -> Non
 
 def test_buckets_empty_run(store: duckdb.DuckDBPyConnection) -> None:
     add_run(store, "r0", T0)
-    assert run(store, "report_buckets", run_id="r0") == [
-        (i, b, 0, 0.0) for i, b in enumerate(BUCKETS, start=1)
-    ]
+    assert run(store, "report_buckets", run_id="r0") == [(i, b, 0, 0.0) for i, b in enumerate(BUCKETS, start=1)]
 
 
 def test_buckets_every_bucket(store: duckdb.DuckDBPyConnection) -> None:
     every_bucket_run(store)
     rows = run(store, "report_buckets", run_id="r2")
     assert rows == [
-        (i, b, 2 if b == "ok" else 1, round((2 if b == "ok" else 1) / 11, 4))
-        for i, b in enumerate(BUCKETS, start=1)
+        (i, b, 2 if b == "ok" else 1, round((2 if b == "ok" else 1) / 11, 4)) for i, b in enumerate(BUCKETS, start=1)
     ]
 
 

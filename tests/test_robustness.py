@@ -105,9 +105,7 @@ def test_concurrent_requests_in_asyncio_gather_keep_their_label_maps(tracing: Tr
     assert _label_maps(tracing) == {f"a{i}": (f"a{i}#0", f"a{i}#1") for i in range(16)}
 
 
-def test_raising_adapter_is_swallowed_and_logged_once(
-    tracing: Tracing, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_raising_adapter_is_swallowed_and_logged_once(tracing: Tracing, caplog: pytest.LogCaptureFixture) -> None:
     def broken(value: Any) -> list[Any]:
         raise KeyError("no ids here")
 
@@ -129,9 +127,7 @@ def test_raising_adapter_is_swallowed_and_logged_once(
     assert "to_chunks hook" in warnings[0].getMessage()
 
 
-def test_unreadable_return_value_never_breaks_the_app(
-    tracing: Tracing, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unreadable_return_value_never_breaks_the_app(tracing: Tracing, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CITELINE_STRICT", "0")  # behave as in production for this test
 
     sentinel = object()
@@ -258,9 +254,7 @@ def test_record_content_false_keeps_chunk_text_out(tmp_path: Path) -> None:
         assert raw
         for chunk in bot.corpus:
             assert chunk.text not in raw, chunk.chunk_id
-        retrievals = [
-            s for s in read_trace_files(t.trace_dir) if s["attributes"]["citeline.stage"] == "retrieval"
-        ]
+        retrievals = [s for s in read_trace_files(t.trace_dir) if s["attributes"]["citeline.stage"] == "retrieval"]
         assert len(retrievals) == len(SAMPLE)
         for span in retrievals:
             hashes = span["attributes"]["citeline.chunks.content_hash"]
