@@ -1,7 +1,13 @@
 """Arize Phoenix both ways: pull spans into the store, push failures back as span annotations.
 
-Pull goes through the same door as trace files: spans fetched with
-``arize-phoenix-client`` are written as OTLP/JSON lines (one trace per line)
+Both use Phoenix's REST API (``GET /v1/projects/{p}/spans``, ``POST
+/v1/span_annotations?sync=true``), the endpoints ``arize-phoenix-client`` wraps,
+called with its own HTTP library: importing ``phoenix.client`` where the Phoenix
+server package is installed too (our test and compose images) imports the whole
+server and costs about ten seconds per command.
+
+Pull goes through the same door as trace files: spans fetched from Phoenix
+are written as OTLP/JSON lines (one trace per line)
 next to the store and ingested by ``queries/ingest_spans.sql``. It is
 incremental: the newest span start seen per (server, project) is kept in the
 store's ``meta`` table and the next pull starts there.
@@ -38,10 +44,40 @@ class PhoenixError(Exception):
     """Phoenix could not be used; the message says why and what to do."""
 
 
-def _client(url: str) -> Any:
-    from phoenix.client import Client
+class _Rest:
+    """The few Phoenix REST calls citeline makes; errors are raised as httpx errors."""
 
-    return Client(base_url=url, api_key=os.environ.get("PHOENIX_API_KEY") or None)
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        import httpx
+
+        key = os.environ.get("PHOENIX_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def spans(self, project: str, start: dt.datetime | None, limit: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while len(out) < limit:
+            params: dict[str, Any] = {"limit": min(1000, limit - len(out))}
+            if start is not None:
+                params["start_time"] = start.isoformat()
+            if cursor:
+                params["cursor"] = cursor
+            resp = self.http.get(f"/v1/projects/{project}/spans", params=params)
+            resp.raise_for_status()
+            body = resp.json()
+            out += body["data"]
+            cursor = body.get("next_cursor")
+            if not cursor:
+                break
+        return out
+
+    def annotate(self, items: Sequence[dict[str, Any]]) -> None:
+        resp = self.http.post("/v1/span_annotations", params={"sync": "true"}, json={"data": list(items)})
+        resp.raise_for_status()
+
+    def close(self) -> None:
+        self.http.close()
 
 
 def _explain(exc: Exception, url: str, project: str | None = None) -> PhoenixError:
@@ -145,10 +181,13 @@ def pull(
     if rows:
         last = dt.datetime.fromisoformat(rows[0][0])
         start = max(start, last) if start else last
+    rest = _Rest(url)
     try:
-        spans = _client(url).spans.get_spans(project_identifier=project, start_time=start, limit=limit, timeout=60)
-    except Exception as exc:
+        spans = rest.spans(project, start, limit)
+    except Exception as exc:  # every failure becomes one clear message
         raise _explain(exc, url, project) from exc
+    finally:
+        rest.close()
     report = PullReport(spans=len(spans))
     if not spans:
         return report
@@ -241,32 +280,36 @@ def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[di
 
 def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str) -> AnnotateReport:
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
-    import httpx
-
     report = AnnotateReport(run_id)
     rows = annotation_rows(con, run_id)
-    client = _client(url)
-    for batch in _batches(rows, BATCH):
-        try:
-            client.spans.log_span_annotations(span_annotations=list(batch), sync=True)
-            report.annotations += len(batch)
+    rest = _Rest(url)
+    try:
+        for batch in _batches(rows, BATCH):
+            if _post(rest, url, batch):
+                report.annotations += len(batch)
+            else:
+                # a span Phoenix does not know sinks the whole batch: post one by one to name it
+                for item in batch:
+                    if _post(rest, url, [item]):
+                        report.annotations += 1
+                    else:
+                        report.missing_spans.append(item["span_id"])
             report.batches += 1
-            continue
-        except httpx.HTTPStatusError as exc:
-            if exc.response.status_code != 404:
-                raise _explain(exc, url) from exc
-        except Exception as exc:
-            raise _explain(exc, url) from exc
-        # a span Phoenix does not know sinks the whole batch: post one by one to name it
-        for item in batch:
-            try:
-                client.spans.log_span_annotations(span_annotations=[item], sync=True)
-                report.annotations += 1
-            except httpx.HTTPStatusError as exc:
-                if exc.response.status_code != 404:
-                    raise _explain(exc, url) from exc
-                report.missing_spans.append(item["span_id"])
-            except Exception as exc:
-                raise _explain(exc, url) from exc
-        report.batches += 1
+    finally:
+        rest.close()
     return report
+
+
+def _post(rest: _Rest, url: str, items: Sequence[dict[str, Any]]) -> bool:
+    """True when Phoenix took the annotations; False when it does not know a span (404)."""
+    import httpx
+
+    try:
+        rest.annotate(items)
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code == 404:
+            return False
+        raise _explain(exc, url) from exc
+    except Exception as exc:  # every other failure becomes one clear message
+        raise _explain(exc, url) from exc
+    return True

@@ -6,6 +6,7 @@ stopped by its process id. Missing Phoenix is a failure, never a skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -17,6 +18,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,12 +47,9 @@ def _phoenix_command() -> list[str]:
     pytest.fail("the `phoenix` command is missing: install the test extras (pip install -e '.[test]')")
 
 
-@pytest.fixture(scope="session")
-def phoenix() -> Iterator[PhoenixServer]:
-    external = os.environ.get("CITELINE_TEST_PHOENIX_URL")
-    if external:  # a server .ci/run or a developer started
-        yield PhoenixServer(external.rstrip("/"), -1, Path(), Path())
-        return
+@contextlib.contextmanager
+def running_phoenix(extra_env: dict[str, str] | None = None) -> Iterator[PhoenixServer]:
+    """Start ``phoenix serve`` on free loopback ports; stop it by its pid on exit."""
     workdir = Path(tempfile.mkdtemp(prefix="citeline-phoenix-"))
     port, grpc = free_port(), free_port()
     env = {
@@ -60,6 +59,7 @@ def phoenix() -> Iterator[PhoenixServer]:
         "PHOENIX_GRPC_PORT": str(grpc),
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_TELEMETRY_ENABLED": "false",
+        **(extra_env or {}),
     }
     log = workdir / "phoenix.log"
     with open(log, "wb") as out:
@@ -88,3 +88,39 @@ def phoenix() -> Iterator[PhoenixServer]:
             proc.kill()
             proc.wait()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def phoenix() -> Iterator[PhoenixServer]:
+    external = os.environ.get("CITELINE_TEST_PHOENIX_URL")
+    if external:  # a server .ci/run or a developer started
+        yield PhoenixServer(external.rstrip("/"), -1, Path(), Path())
+        return
+    with running_phoenix() as server:
+        yield server
+
+
+def fetch_spans(url: str, project: str) -> list[dict[str, Any]]:
+    """Every span of a Phoenix project, through its REST API (paged; connections closed)."""
+    import json
+    import urllib.error
+    import urllib.parse
+
+    out: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = {"limit": "1000", **({"cursor": cursor} if cursor else {})}
+        try:
+            with urllib.request.urlopen(
+                f"{url}/v1/projects/{project}/spans?{urllib.parse.urlencode(query)}", timeout=30
+            ) as resp:
+                body = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:  # the project appears with its first span
+                exc.close()
+                return []
+            raise
+        out += body["data"]
+        cursor = body.get("next_cursor")
+        if not cursor:
+            return out

@@ -11,18 +11,15 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from citeline.examples.policy_bot import SAMPLE, PolicyBot, run_sample
 from citeline.instrumentation import configure
-from tests.phoenix_server import PhoenixServer
+from tests.phoenix_server import PhoenixServer, fetch_spans
 
 pytestmark = pytest.mark.integration
 
 
 def _spans(url: str, project: str, expected: int) -> list[dict[str, Any]]:
-    from phoenix.client import Client
-
-    client = Client(base_url=url)
     deadline = time.monotonic() + 60
     while True:
-        spans = list(client.spans.get_spans(project_identifier=project, limit=1000))
+        spans = fetch_spans(url, project)
         if len(spans) >= expected or time.monotonic() > deadline:
             return spans
         time.sleep(0.5)

@@ -1,0 +1,271 @@
+"""Phoenix both ways against a real `phoenix serve`: pull, analyze, annotate, read back, open in Chromium.
+
+The app exports each span twice, over OTLP/HTTP to Phoenix and to OTLP/JSON
+files: the fan-out the compose file's collector does, done here with processes
+because no container engine runs on these machines.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from citeline.analyzer._phoenix import claim_identifier
+from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
+from citeline.instrumentation import configure
+from tests.phoenix_server import PhoenixServer, fetch_spans, running_phoenix
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[1]
+CITELINE = str(Path(sys.executable).with_name("citeline"))
+PROJECT = "citeline-roundtrip"
+GOLD = str(gold_path())
+
+
+def cli(
+    *args: str, cwd: Path, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CITELINE, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=check, env=env)
+
+
+def _phoenix_span_count(url: str, project: str) -> int:
+    return len(fetch_spans(url, project))
+
+
+@pytest.fixture(scope="module")
+def exported(phoenix: PhoenixServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every demo scenario, exported to Phoenix and to trace files at once."""
+    work = tmp_path_factory.mktemp("roundtrip")
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "policy-bot", "openinference.project.name": PROJECT})
+    )
+    handle = configure(
+        "policy-bot", otlp_endpoint=f"{phoenix.url}/v1/traces", trace_dir=work / "traces", tracer_provider=provider
+    )
+    try:
+        run_scenarios()
+    finally:
+        handle.shutdown()
+    expected = 6 * len(SCENARIOS)
+    deadline = time.monotonic() + 120
+    while _phoenix_span_count(phoenix.url, PROJECT) < expected:  # Phoenix persists asynchronously
+        assert time.monotonic() < deadline, "Phoenix did not persist every exported span in 120 s"
+        time.sleep(1)
+    return work
+
+
+def _rows(out: str) -> list[tuple[Any, ...]]:
+    claims = json.loads(out)["claims"]
+    return sorted(
+        (
+            c["trace_id"],
+            c["case_id"],
+            c["gold_claim_id"] or "",
+            c["claim_text"] or "",
+            c["bucket"],
+            c["stage"] or "",
+            c["span_id"] or "",
+        )
+        for c in claims
+    )
+
+
+def _annotations(url: str, span_ids: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(0, len(span_ids), 50):
+        query = "&".join(f"span_ids={s}" for s in span_ids[i : i + 50])
+        with urllib.request.urlopen(f"{url}/v1/projects/{PROJECT}/span_annotations?{query}&limit=1000") as resp:
+            out += json.loads(resp.read())["data"]
+    return [a for a in out if a["name"] == "citeline"]
+
+
+@pytest.fixture(scope="module")
+def pulled(exported: Path, phoenix: PhoenixServer) -> Path:
+    first = cli("pull", "--phoenix", phoenix.url, "--project", PROJECT, "--since", "24h", cwd=exported)
+    assert f"pulled {6 * len(SCENARIOS)} span(s) in {len(SCENARIOS)} trace(s)" in first.stdout
+    assert f"; {6 * len(SCENARIOS)} new in citeline.duckdb" in first.stdout
+    second = cli("pull", "--phoenix", phoenix.url, "--project", PROJECT, cwd=exported)
+    assert "; 0 new in citeline.duckdb" in second.stdout  # incremental: nothing twice
+    return exported
+
+
+def test_pulled_spans_classify_exactly_like_the_trace_files(pulled: Path, phoenix: PhoenixServer) -> None:
+    from_phoenix = cli("analyze", "--gold", GOLD, "--format", "json", "--phoenix", phoenix.url, cwd=pulled)
+    from_files = cli(
+        "analyze",
+        "--traces",
+        str(pulled / "traces"),
+        "--gold",
+        GOLD,
+        "--db",
+        "files.duckdb",
+        "--format",
+        "json",
+        cwd=pulled,
+    )
+    assert _rows(from_phoenix.stdout) == _rows(from_files.stdout)
+    summary = json.loads(from_phoenix.stdout)["summary"]
+    assert summary == {
+        "access_violation": 3,
+        "invalid_citation": 2,
+        "freshness": 2,
+        "retrieval_miss": 2,
+        "context_drop": 2,
+        "grounding": 2,
+        "uncited": 2,
+        "attribution": 2,
+        "resolution": 2,
+        "ok": 21,
+    }
+    for c in json.loads(from_phoenix.stdout)["claims"]:
+        if c["bucket"] != "ok":
+            assert c["span_url"] == f"{phoenix.url}/redirects/spans/{c['span_id']}"
+            assert c["trace_url"] == f"{phoenix.url}/redirects/traces/{c['trace_id']}"
+        else:
+            assert "span_url" not in c
+
+
+def test_annotate_puts_each_failure_on_its_span_once(pulled: Path, phoenix: PhoenixServer) -> None:
+    analysis = json.loads(cli("analyze", "--gold", GOLD, "--format", "json", cwd=pulled).stdout)
+    failing = [c for c in analysis["claims"] if c["bucket"] != "ok"]
+    out = cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
+    assert f"{len(failing)} annotation(s) named 'citeline' written" in out.stdout
+    spans = sorted({c["span_id"] for c in failing})
+    found = _annotations(phoenix.url, spans)
+    by_key = {(a["span_id"], a["identifier"]): a for a in found}
+    assert len(by_key) == len(failing)
+    for c in failing:
+        a = by_key[(c["span_id"], claim_identifier(c["trace_id"], c["case_id"], c["gold_claim_id"], c["claim_text"]))]
+        assert a["annotator_kind"] == "CODE"
+        assert a["result"]["label"] == c["bucket"]
+        assert a["result"]["explanation"] == c["reason"]
+        assert a["metadata"]["run_id"] == analysis["run_id"]
+    # again: the same annotations are updated, none added
+    cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
+    assert len(_annotations(phoenix.url, spans)) == len(found)
+
+
+def _chromium_flags(profile: Path) -> list[str]:
+    chromium = shutil.which("chromium")
+    if not chromium:
+        pytest.fail("chromium is missing: .ci/run installs Debian's chromium package")
+    return [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=20000",
+        "--window-size=1400,900",
+    ]
+
+
+def test_a_failing_span_link_opens_on_its_annotation_in_chromium(
+    pulled: Path, phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    analysis = json.loads(
+        cli("analyze", "--gold", GOLD, "--format", "json", "--phoenix", phoenix.url, cwd=pulled).stdout
+    )
+    cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
+    target = next(c for c in analysis["claims"] if c["bucket"] == "retrieval_miss")
+    flags = _chromium_flags(tmp_path / "profile")
+    dom = subprocess.run(
+        [*flags, "--dump-dom", target["span_url"]], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert target["span_id"] in dom  # the page shows the very span that broke
+    assert 'class="annotation-summary-badge__name">citeline<' in dom
+    shots = ROOT / "test-artifacts"
+    shots.mkdir(exist_ok=True)
+    shot = shots / "phoenix-failing-span.png"
+    shot.unlink(missing_ok=True)
+    subprocess.run([*flags, f"--screenshot={shot}", target["span_url"]], capture_output=True, timeout=120, check=True)
+    assert shot.stat().st_size > 20_000
+
+
+def test_nightly_job_runs_the_compose_topology_with_processes(
+    exported: Path, phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "CITELINE_TRACES": str(exported / "traces"),
+        "CITELINE_GOLD": GOLD,
+        "CITELINE_DB": str(tmp_path / "nightly.duckdb"),
+        "CITELINE_REPORT": str(tmp_path / "report.html"),
+        "CITELINE_PHOENIX_URL": phoenix.url,
+        "CITELINE_PHOENIX_API": phoenix.url,
+        "CITELINE_FAIL_ON": "failing>100",
+        "CITELINE_BIN": CITELINE,
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "deploy" / "nightly.sh"), "--once"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("class='failing-claim'") == 19
+    assert f"{phoenix.url}/redirects/spans/" in page
+    summary = json.loads((tmp_path / "report.json").read_text())["summary"]
+    assert summary["ok"] == 21
+    assert "annotation(s) named 'citeline' written" in done.stdout
+
+
+def _store_counts(db: Path) -> tuple[int, int]:
+    con = duckdb.connect(str(db))
+    try:
+        return con.execute("SELECT (SELECT count(*) FROM spans), (SELECT count(*) FROM runs)").fetchall()[0]
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def locked_phoenix() -> Iterator[PhoenixServer]:
+    with running_phoenix(
+        {"PHOENIX_ENABLE_AUTH": "true", "PHOENIX_SECRET": "citeline-test-secret-0123456789-abcdefghij"}
+    ) as server:
+        yield server
+
+
+def test_unreachable_wrong_project_and_auth_fail_clearly_and_keep_the_store(
+    pulled: Path, phoenix: PhoenixServer, locked_phoenix: PhoenixServer
+) -> None:
+    db = pulled / "citeline.duckdb"
+    before = _store_counts(db)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cases = [
+        (["pull", "--phoenix", closed, "--project", PROJECT], f"cannot reach Phoenix at {closed}"),
+        (["annotate", "--phoenix", closed], f"cannot reach Phoenix at {closed}"),
+        (["pull", "--phoenix", phoenix.url, "--project", "no-such-project"], "no project 'no-such-project'"),
+        (["pull", "--phoenix", locked_phoenix.url, "--project", PROJECT], "requires authentication"),
+        (["annotate", "--phoenix", locked_phoenix.url], "requires authentication"),
+    ]
+    for args, message in cases:
+        done = cli(*args, cwd=pulled, check=False, env={"PATH": "/usr/bin:/bin", "HOME": str(pulled)})
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+        assert done.stderr.count("\n") == 1, done.stderr  # one clear line, no traceback
+        assert _store_counts(db) == before
