@@ -20,7 +20,7 @@ import orjson
 from ._store import SCHEMA_VERSIONS, run
 
 PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
-BATCH_BYTES = 128 * 1024 * 1024
+BATCH_BYTES = 512 * 1024 * 1024
 NEWLINE = b"\n"
 
 

@@ -5,6 +5,7 @@
 --   keys) get the stage their span kind implies: RETRIEVER -> retrieval (ids from
 --   retrieval.documents.N.document.id), RERANKER -> context, LLM -> generation
 --   (answer = output.value), a root span -> request (question = input.value).
+--   Each attribute is only looked up on the spans of the stage that writes it.
 -- Grain: one row per span not already in the store (re-ingesting adds nothing).
 -- Parameters: $files (VARCHAR[]: paths, plain or .gz).
 INSERT INTO spans
@@ -29,6 +30,10 @@ keyed AS (
     FROM raw_spans
     WHERE s.traceId IS NOT NULL AND s.spanId IS NOT NULL
 ),
+staged_keys AS (   -- the stage first: each column is only picked on the spans of its stage
+    SELECT *, a[list_position(k, 'citeline.stage')].value.stringValue AS k_stage
+    FROM keyed
+),
 picked AS (
     SELECT
         lower(s.traceId) AS trace_id,
@@ -42,47 +47,47 @@ picked AS (
         a[list_position(k, 'citeline.schema_version')].value.stringValue AS schema_version,
         a[list_position(k, 'citeline.stage')].value.stringValue AS stage,
         a[list_position(k, 'openinference.span.kind')].value.stringValue AS oi_kind,
-        a[list_position(k, 'citeline.request.question')].value.stringValue AS question,
-        a[list_position(k, 'citeline.request.case_id')].value.stringValue AS case_id,
-        a[list_position(k, 'citeline.request.principal.id')].value.stringValue AS principal_id,
-        list_transform(a[list_position(k, 'citeline.request.principal.groups')].value.arrayValue.values, lambda x: x.stringValue) AS principal_groups,
-        a[list_position(k, 'citeline.request.as_of')].value.stringValue AS as_of,
-        list_transform(a[list_position(k, 'citeline.chunks.doc_id')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_doc_id,
-        list_transform(a[list_position(k, 'citeline.chunks.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_id,
-        list_transform(a[list_position(k, 'citeline.chunks.version')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_version,
-        list_transform(a[list_position(k, 'citeline.chunks.content_hash')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_hash,
-        list_transform(a[list_position(k, 'citeline.chunks.uri')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_uri,
-        list_transform(a[list_position(k, 'citeline.chunks.title')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_title,
-        list_transform(a[list_position(k, 'citeline.chunks.label')].value.arrayValue.values, lambda x: x.stringValue) AS chunk_label,
-        a[list_position(k, 'citeline.generation.answer')].value.stringValue AS answer,
-        a[list_position(k, 'citeline.generation.format')].value.stringValue AS answer_format,
-        a[list_position(k, 'citeline.generation.abstained')].value.boolValue AS abstained,
-        list_transform(a[list_position(k, 'citeline.generation.claims.text')].value.arrayValue.values, lambda x: x.stringValue) AS claim_text,
-        list_transform(a[list_position(k, 'citeline.generation.evidence.claim_index')].value.arrayValue.values, lambda x: TRY_CAST(x.intValue AS BIGINT)) AS evidence_claim,
-        list_transform(a[list_position(k, 'citeline.generation.evidence.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) AS evidence_chunk,
-        list_transform(a[list_position(k, 'citeline.generation.evidence.quote')].value.arrayValue.values, lambda x: x.stringValue) AS evidence_quote,
-        list_transform(a[list_position(k, 'citeline.generation.context.label')].value.arrayValue.values, lambda x: x.stringValue) AS map_label,
-        list_transform(a[list_position(k, 'citeline.generation.context.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) AS map_chunk_id,
-        list_transform(a[list_position(k, 'citeline.generation.context.doc_id')].value.arrayValue.values, lambda x: x.stringValue) AS map_doc_id,
-        list_transform(a[list_position(k, 'citeline.generation.context.version')].value.arrayValue.values, lambda x: x.stringValue) AS map_version,
-        list_transform(a[list_position(k, 'citeline.resolution.marker')].value.arrayValue.values, lambda x: x.stringValue) AS res_marker,
-        list_transform(a[list_position(k, 'citeline.resolution.doc_id')].value.arrayValue.values, lambda x: x.stringValue) AS res_doc_id,
-        list_transform(a[list_position(k, 'citeline.resolution.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) AS res_chunk_id,
-        list_transform(a[list_position(k, 'citeline.resolution.version')].value.arrayValue.values, lambda x: x.stringValue) AS res_version,
-        list_transform(a[list_position(k, 'citeline.resolution.uri')].value.arrayValue.values, lambda x: x.stringValue) AS res_uri,
-        list_transform(a[list_position(k, 'citeline.render.label')].value.arrayValue.values, lambda x: x.stringValue) AS ren_label,
-        list_transform(a[list_position(k, 'citeline.render.uri')].value.arrayValue.values, lambda x: x.stringValue) AS ren_uri,
-        list_transform(a[list_position(k, 'citeline.render.title')].value.arrayValue.values, lambda x: x.stringValue) AS ren_title,
-        list_transform(a[list_position(k, 'citeline.render.doc_id')].value.arrayValue.values, lambda x: x.stringValue) AS ren_doc_id,
-        list_transform(a[list_position(k, 'citeline.render.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) AS ren_chunk_id,
-        list_transform(a[list_position(k, 'citeline.render.version')].value.arrayValue.values, lambda x: x.stringValue) AS ren_version,
+        CASE WHEN k_stage IN ('request') THEN a[list_position(k, 'citeline.request.question')].value.stringValue END AS question,
+        CASE WHEN k_stage IN ('request') THEN a[list_position(k, 'citeline.request.case_id')].value.stringValue END AS case_id,
+        CASE WHEN k_stage IN ('request') THEN a[list_position(k, 'citeline.request.principal.id')].value.stringValue END AS principal_id,
+        CASE WHEN k_stage IN ('request') THEN list_transform(a[list_position(k, 'citeline.request.principal.groups')].value.arrayValue.values, lambda x: x.stringValue) END AS principal_groups,
+        CASE WHEN k_stage IN ('request') THEN a[list_position(k, 'citeline.request.as_of')].value.stringValue END AS as_of,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.doc_id')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_doc_id,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_id,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.version')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_version,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.content_hash')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_hash,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.uri')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_uri,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.title')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_title,
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN list_transform(a[list_position(k, 'citeline.chunks.label')].value.arrayValue.values, lambda x: x.stringValue) END AS chunk_label,
+        CASE WHEN k_stage IN ('generation') THEN a[list_position(k, 'citeline.generation.answer')].value.stringValue END AS answer,
+        CASE WHEN k_stage IN ('generation') THEN a[list_position(k, 'citeline.generation.format')].value.stringValue END AS answer_format,
+        CASE WHEN k_stage IN ('generation') THEN a[list_position(k, 'citeline.generation.abstained')].value.boolValue END AS abstained,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.claims.text')].value.arrayValue.values, lambda x: x.stringValue) END AS claim_text,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.evidence.claim_index')].value.arrayValue.values, lambda x: TRY_CAST(x.intValue AS BIGINT)) END AS evidence_claim,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.evidence.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) END AS evidence_chunk,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.evidence.quote')].value.arrayValue.values, lambda x: x.stringValue) END AS evidence_quote,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.context.label')].value.arrayValue.values, lambda x: x.stringValue) END AS map_label,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.context.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) END AS map_chunk_id,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.context.doc_id')].value.arrayValue.values, lambda x: x.stringValue) END AS map_doc_id,
+        CASE WHEN k_stage IN ('generation') THEN list_transform(a[list_position(k, 'citeline.generation.context.version')].value.arrayValue.values, lambda x: x.stringValue) END AS map_version,
+        CASE WHEN k_stage IN ('resolution') THEN list_transform(a[list_position(k, 'citeline.resolution.marker')].value.arrayValue.values, lambda x: x.stringValue) END AS res_marker,
+        CASE WHEN k_stage IN ('resolution') THEN list_transform(a[list_position(k, 'citeline.resolution.doc_id')].value.arrayValue.values, lambda x: x.stringValue) END AS res_doc_id,
+        CASE WHEN k_stage IN ('resolution') THEN list_transform(a[list_position(k, 'citeline.resolution.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) END AS res_chunk_id,
+        CASE WHEN k_stage IN ('resolution') THEN list_transform(a[list_position(k, 'citeline.resolution.version')].value.arrayValue.values, lambda x: x.stringValue) END AS res_version,
+        CASE WHEN k_stage IN ('resolution') THEN list_transform(a[list_position(k, 'citeline.resolution.uri')].value.arrayValue.values, lambda x: x.stringValue) END AS res_uri,
+        CASE WHEN k_stage IN ('render') THEN list_transform(a[list_position(k, 'citeline.render.label')].value.arrayValue.values, lambda x: x.stringValue) END AS ren_label,
+        CASE WHEN k_stage IN ('render') THEN list_transform(a[list_position(k, 'citeline.render.uri')].value.arrayValue.values, lambda x: x.stringValue) END AS ren_uri,
+        CASE WHEN k_stage IN ('render') THEN list_transform(a[list_position(k, 'citeline.render.title')].value.arrayValue.values, lambda x: x.stringValue) END AS ren_title,
+        CASE WHEN k_stage IN ('render') THEN list_transform(a[list_position(k, 'citeline.render.doc_id')].value.arrayValue.values, lambda x: x.stringValue) END AS ren_doc_id,
+        CASE WHEN k_stage IN ('render') THEN list_transform(a[list_position(k, 'citeline.render.chunk_id')].value.arrayValue.values, lambda x: x.stringValue) END AS ren_chunk_id,
+        CASE WHEN k_stage IN ('render') THEN list_transform(a[list_position(k, 'citeline.render.version')].value.arrayValue.values, lambda x: x.stringValue) END AS ren_version,
         a[list_position(k, 'citeline.adapter_error')].value.stringValue AS adapter_error,
-        a[list_position(k, 'input.value')].value.stringValue AS input_value,
-        a[list_position(k, 'output.value')].value.stringValue AS output_value,
-        list_transform(list_sort(list_transform(list_filter(a, lambda x: x.key LIKE 'retrieval.documents.%.document.id'), lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 'id': x.value.stringValue})), lambda x: x.id) AS oi_retrieved,
-        list_transform(list_sort(list_transform(list_filter(a, lambda x: x.key LIKE 'reranker.output_documents.%.document.id'), lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 'id': x.value.stringValue})), lambda x: x.id) AS oi_reranked,
+        CASE WHEN k_stage IS NULL THEN a[list_position(k, 'input.value')].value.stringValue END AS input_value,
+        CASE WHEN k_stage IS NULL THEN a[list_position(k, 'output.value')].value.stringValue END AS output_value,
+        CASE WHEN k_stage IS NULL THEN list_transform(list_sort(list_transform(list_filter(a, lambda x: x.key LIKE 'retrieval.documents.%.document.id'), lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 'id': x.value.stringValue})), lambda x: x.id) END AS oi_retrieved,
+        CASE WHEN k_stage IS NULL THEN list_transform(list_sort(list_transform(list_filter(a, lambda x: x.key LIKE 'reranker.output_documents.%.document.id'), lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 'id': x.value.stringValue})), lambda x: x.id) END AS oi_reranked,
         filename AS source_file
-    FROM keyed
+    FROM staged_keys
 ),
 staged AS (
     SELECT

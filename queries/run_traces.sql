@@ -70,7 +70,8 @@ SELECT
     make_timestamp(c.started_ns // 1000) AS started_at,
     c.request_span,
     rt.retrieval_span, coalesce(rt.retrieved, []) AS retrieved,
-    x.context_span, coalesce(x.context, []) AS context,
+    -- no context assembly recorded (e.g. OpenInference-only traces): what was retrieved reached the model
+    x.context_span, coalesce(x.context, rt.retrieved, []) AS context,
     gen.generation_span, gen.answer, gen.answer_format, gen.abstained,
     gen.claim_text, gen.evidence_claim, gen.evidence_chunk, gen.evidence_quote,
     coalesce(gen.map_label, []) AS map_label,

@@ -1,0 +1,57 @@
+"""Traces from OpenInference auto-instrumentation alone (no citeline decorators) still classify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from citeline.analyzer._analyze import analyze
+from citeline.examples.demo import gold_path
+from citeline.instrumentation import OTLPJsonFileExporter, TraceFileProcessor
+
+
+def _oi_trace(tracer: object, answer: str, docs: list[str]) -> None:
+    with tracer.start_as_current_span(
+        "chain",
+        attributes={  # type: ignore[attr-defined]
+            "openinference.span.kind": "CHAIN",
+            "input.value": "How much does  standard shipping cost?",
+        },
+    ):
+        attrs: dict[str, object] = {"openinference.span.kind": "RETRIEVER", "input.value": "shipping cost"}
+        for i, doc in enumerate(docs):
+            attrs[f"retrieval.documents.{i}.document.id"] = doc
+            attrs[f"retrieval.documents.{i}.document.score"] = 1.0 - i / 10
+        with tracer.start_as_current_span("retrieve", attributes=attrs):  # type: ignore[attr-defined]
+            pass
+        with tracer.start_as_current_span(
+            "llm",
+            attributes={  # type: ignore[attr-defined]
+                "openinference.span.kind": "LLM",
+                "output.value": answer,
+            },
+        ):
+            pass
+
+
+def test_openinference_only_traces_join_by_question_and_classify(tmp_path: Path) -> None:
+    provider = TracerProvider()
+    processor = TraceFileProcessor(OTLPJsonFileExporter(tmp_path / "t", prefix="oi"))
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("openinference.instrumentation.demo")
+    # documents listed out of order on purpose: N in the key decides the order
+    _oi_trace(tracer, "Standard shipping costs $4.99.", ["shipping-v2#free-2", "shipping-v2#standard-1"])
+    _oi_trace(tracer, "Standard shipping costs $4.99.", ["shipping-v2#free-2"])
+    processor.shutdown()
+    result = analyze(tmp_path / "s.duckdb", gold=gold_path(), traces=[tmp_path / "t"])
+    assert result.skipped == 0
+    rows = sorted((r["case_id"], r["gold_claim_id"], r["bucket"], r["stage"]) for r in result.claims.to_dicts())
+    # no context or label map is recorded by plain OpenInference spans: the stages they show are judged
+    assert rows == [
+        ("shipping-cost", "cost", "retrieval_miss", "retrieval"),
+        ("shipping-cost", "cost", "uncited", "generation"),
+    ]
+    report = json.loads(json.dumps(result.to_json(), default=str))
+    assert {c["case_id"] for c in report["cases"]} == {"shipping-cost"}
