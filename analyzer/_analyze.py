@@ -300,8 +300,11 @@ class _CachedJudge:
         return out
 
     def flush(self) -> None:
-        if self.pending:
-            self.con.executemany("INSERT OR IGNORE INTO judgments VALUES (?, ?, ?, ?, ?)", self.pending)
+        if self.pending:  # one set-based insert: executemany costs ~2 ms a row
+            frame = pl.DataFrame(self.pending, schema=["key", "judge", "version", "label", "rationale"], orient="row")
+            self.con.register("_new_judgments", frame.to_arrow())
+            self.con.execute("INSERT OR IGNORE INTO judgments SELECT DISTINCT * FROM _new_judgments")
+            self.con.unregister("_new_judgments")
             self.pending = []
 
 

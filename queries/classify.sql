@@ -29,11 +29,18 @@ ren_rows AS (    -- rendered links, ids recovered from the uri where the corpus 
     FROM ren_raw AS r
     LEFT JOIN t_gold_chunks AS c ON c.uri = r.uri AND c.uri <> ''
 ),
+restricted AS (   -- chunks with an ACL; a trace that touched none needs no unnesting
+    SELECT coalesce(list(chunk_id), []) AS ids FROM t_gold_chunks WHERE acl IS NOT NULL
+),
+touched AS (
+    SELECT t.* FROM t_traces AS t, restricted AS r
+    WHERE list_has_any(t.retrieved, r.ids) OR list_has_any(t.context, r.ids)
+),
 exposure AS (
     SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id
-    FROM t_traces
+    FROM touched
     UNION ALL
-    SELECT trace_id, 2, 'context', context_span, unnest(context) FROM t_traces
+    SELECT trace_id, 2, 'context', context_span, unnest(context) FROM touched
     UNION ALL
     SELECT g.trace_id, 3, 'generation', t.generation_span, unnest(g.cited)
     FROM t_gen_claims AS g JOIN t_traces AS t USING (trace_id)
