@@ -59,7 +59,7 @@ BASELINE = """
 import time, orjson
 from pathlib import Path
 from citeline.analyzer._claims import split_claims, is_factual
-from citeline.analyzer._judge import RulesJudge, lexical_similarity
+from citeline.analyzer._judge import RulesJudge, lexical_similarity, number_agreement
 limit = {limit}
 gold = orjson.loads(Path({gold!r}).read_bytes())
 texts = {{c['chunk_id']: c['text'] for c in gold['corpus']}}
@@ -98,7 +98,10 @@ for path in sorted(Path({traces!r}).glob('*.jsonl')):
         for gc in case['claims']:
             claims += 1
             bundles = gc['support']
-            best = max(gen_claims, key=lambda c: lexical_similarity(c.text, gc['text']), default=None)
+            support = {{x for b in bundles for x in b}}
+            best = max(gen_claims, default=None, key=lambda c: (
+                bool({{label_map.get(l) for l in c.labels}} & support),
+                lexical_similarity(c.text, gc['text']), number_agreement(c.text, gc['text'])))
             cited = {{label_map.get(l) for l in best.labels}} if best else set()
             if any(l not in label_map for l in (best.labels if best else ())):
                 bucket = 'invalid_citation'

@@ -131,7 +131,14 @@ judged AS (
            g.text AS gen_text, coalesce(g.cited, []) AS cited, coalesce(g.invalid, []) AS invalid,
            coalesce(h.label, jg.label, jc.label) AS support_label,
            CASE WHEN h.label IS NOT NULL THEN 'human label' ELSE coalesce(jg.rationale, jc.rationale) END AS rationale,
-           len(r.bundles) > 0 AS has_bundles
+           len(r.bundles) > 0 AS has_bundles,
+           -- the chain, bundle by bundle: does some support bundle lie wholly in each stage?
+           coalesce(list_bool_or(list_transform(r.bundles, lambda b: list_has_all(t.retrieved, b))), false)
+               AS bundle_retrieved,
+           coalesce(list_bool_or(list_transform(r.bundles, lambda b: list_has_all(t.context, b))), false)
+               AS bundle_in_context,
+           coalesce(list_bool_or(list_transform(r.bundles, lambda b: list_has_all(coalesce(g.cited, []), b))), false)
+               AS bundle_cited
     FROM rows AS r
     JOIN t_traces AS t USING (trace_id)
     LEFT JOIN t_abstain AS a ON a.answer = t.answer
@@ -151,10 +158,8 @@ flagged AS (
            v.trace_id IS NOT NULL AS f_access,
            len(j.invalid) > 0 AS f_invalid,
            s.what IS NOT NULL AS f_fresh,
-           j.has_bundles AND NOT list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.retrieved, b)))
-               AS f_miss,
-           j.has_bundles AND list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.retrieved, b)))
-               AND NOT list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.context, b))) AS f_drop,
+           j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
+           j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AS f_drop,
            CASE
                WHEN j.gold_claim_id = '(abstain)' THEN NOT j.abstains
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NULL
@@ -169,7 +174,7 @@ flagged AS (
            END AS f_uncited,
            j.gold_claim_id IS NOT NULL AND j.has_bundles AND j.claim_idx IS NOT NULL AND j.support_label = 'entailed'
                AND len(j.cited) > 0
-               AND NOT list_bool_or(list_transform(j.bundles, lambda b: list_has_all(j.cited, b))) AS f_attr,
+               AND NOT j.bundle_cited AS f_attr,
            coalesce(mr.res_bad, false) AS f_res,
            coalesce(mr.ren_bad, false) AS f_ren,
            v.stage AS access_stage, v.span_id AS access_span, v.chunks AS access_chunks,
@@ -255,13 +260,12 @@ SELECT
     started_at AS trace_started_at,
     -- the evidence chain of this claim, for the stage funnel
     has_bundles AS evidence_needed,
-    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(retrieved, b))) AS evidence_retrieved,
-    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(context, b))) AS evidence_in_context,
-    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(cited, b))) AS evidence_cited,
-    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(cited, b))) AND NOT f_res
+    has_bundles AND bundle_retrieved AS evidence_retrieved,
+    has_bundles AND bundle_in_context AS evidence_in_context,
+    has_bundles AND bundle_cited AS evidence_cited,
+    has_bundles AND bundle_cited AND NOT f_res
         AS evidence_resolved,
-    has_bundles AND list_bool_or(list_transform(bundles, lambda b: list_has_all(cited, b))) AND NOT f_res
-        AND NOT f_ren AS evidence_rendered,
+    has_bundles AND bundle_cited AND NOT f_res AND NOT f_ren AS evidence_rendered,
     -- citation counts, for the citation metrics
     len(cited) + len(invalid) AS n_citations,
     len(invalid) AS n_invalid,
