@@ -8,7 +8,6 @@ because no container engine runs on these machines.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from citeline.analyzer._phoenix import claim_identifier
 from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
 from citeline.instrumentation import configure
+from tests.browser import chromium, screenshot
 from tests.phoenix_server import PhoenixServer, fetch_spans, running_phoenix
 
 pytestmark = pytest.mark.integration
@@ -159,26 +159,6 @@ def test_annotate_puts_each_failure_on_its_span_once(pulled: Path, phoenix: Phoe
     assert len(_annotations(phoenix.url, spans)) == len(found)
 
 
-def _chromium_flags(profile: Path) -> list[str]:
-    chromium = shutil.which("chromium")
-    if not chromium:
-        pytest.fail("chromium is missing: .ci/run installs Debian's chromium package")
-    return [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=20000",
-        "--window-size=1400,900",
-    ]
-
-
 def test_a_failing_span_link_opens_on_its_annotation_in_chromium(
     pulled: Path, phoenix: PhoenixServer, tmp_path: Path
 ) -> None:
@@ -187,17 +167,12 @@ def test_a_failing_span_link_opens_on_its_annotation_in_chromium(
     )
     cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
     target = next(c for c in analysis["claims"] if c["bucket"] == "retrieval_miss")
-    flags = _chromium_flags(tmp_path / "profile")
-    dom = subprocess.run(
-        [*flags, "--dump-dom", target["span_url"]], capture_output=True, text=True, timeout=120, check=True
-    ).stdout
+    dom = chromium(tmp_path / "profile", "--dump-dom", target["span_url"], wait_ms=20000).stdout
     assert target["span_id"] in dom  # the page shows the very span that broke
     assert 'class="annotation-summary-badge__name">citeline<' in dom
-    shots = ROOT / "test-artifacts"
-    shots.mkdir(exist_ok=True)
-    shot = shots / "phoenix-failing-span.png"
-    shot.unlink(missing_ok=True)
-    subprocess.run([*flags, f"--screenshot={shot}", target["span_url"]], capture_output=True, timeout=120, check=True)
+    shot = screenshot(
+        tmp_path / "profile", target["span_url"], "phoenix-failing-span.png", size="1400,900", wait_ms=20000
+    )
     assert shot.stat().st_size > 20_000
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import ARTIFACTS, chromium, screenshot
+
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
 CITELINE = str(Path(sys.executable).with_name("citeline"))
 
 
@@ -81,33 +82,11 @@ def test_report_without_a_store_or_run_is_a_clear_error(tmp_path: Path) -> None:
     assert unknown.returncode == 2
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        pytest.fail("chromium is missing: .ci/run installs Debian's chromium package (apt-get install chromium)")
-    return found
-
-
-def _headless(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ]
-    return subprocess.run([_chromium(), *flags, *args], capture_output=True, text=True, timeout=120, check=True)
-
-
 def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Path, tmp_path: Path) -> None:
     page = two_nights / "report.html"
     cli("report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights)
     failing = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)["failing_claims"]
-    dom = _headless(tmp_path, "--dump-dom", page.as_uri()).stdout
+    dom = chromium(tmp_path / "profile", "--dump-dom", page.as_uri()).stdout
     assert dom.count('class="bar"') == 10 + 5  # ten buckets, five funnel steps
     for chart in ("chart-buckets", "chart-funnel", "chart-trend"):
         assert f'id="{chart}"' in dom
@@ -116,11 +95,7 @@ def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Pat
     first = failing[0]
     assert f'href="http://127.0.0.1:6006/redirects/spans/{first["span_id"]}"' in dom
     assert "returns-window" in dom and "window" in dom
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report.png"
-    shot.unlink(missing_ok=True)
-    _headless(tmp_path, f"--screenshot={shot}", "--window-size=1280,2200", page.as_uri())
-    assert shot.exists()
+    shot = screenshot(tmp_path / "profile", page.as_uri(), "report.png")
     assert shot.stat().st_size > 20_000
     shutil.copy(page, ARTIFACTS / "report.html")
 
