@@ -37,8 +37,10 @@ typecheck: $(VENV)/.test
 test: lint typecheck
 	$(BIN)/pytest
 
+# the figures in docs/benchmarks.md (about 5 minutes on 2 cores; 1.3 GB of synthetic traces in a temp dir)
 bench: $(VENV)/.base
 	$(BIN)/python bench/instrumentation.py
+	$(BIN)/python bench/analyzer.py --n 100000 --baseline-n 20000
 
 clean:
 	rm -rf $(VENV) build *.egg-info citeline.duckdb citeline-demo-traces
