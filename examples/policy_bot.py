@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citeline.instrumentation import (
@@ -186,14 +186,14 @@ class PolicyBot:
             if overlap:
                 scored.append((overlap / (len(words) ** 0.5), chunk.chunk_id, chunk))
         scored.sort(key=lambda t: (-t[0], t[1]))
-        return [Chunk(**{**_fields(chunk), "score": round(score, 4)}) for score, _, chunk in scored[: faults.top_k]]
+        return [replace(chunk, score=round(score, 4)) for score, _, chunk in scored[: faults.top_k]]
 
     @context_assembly
     def build_prompt(self, question: str, hits: list[Chunk], faults: Faults) -> Prompt:
         kept = [h for h in hits if h.chunk_id not in faults.drop_from_context][: faults.context_budget]
         if faults.shuffle_seed is not None:
             random.Random(faults.shuffle_seed).shuffle(kept)
-        labelled = [Chunk(**{**_fields(c), "label": str(i + 1 + faults.label_offset)}) for i, c in enumerate(kept)]
+        labelled = [replace(c, label=str(i + 1 + faults.label_offset)) for i, c in enumerate(kept)]
         return Prompt(question, labelled)
 
     @generation
@@ -287,10 +287,6 @@ def _follow_script(prompt: Prompt, script: Any, known: set[str]) -> Any:
         return {**script, "claims": claims}
     label_of = {c.chunk_id: c.label for c in prompt.chunks}
     return _CITE.sub(lambda m: f"[{label_of[m.group(1)]}]" if m.group(1) in label_of else "", script)
-
-
-def _fields(chunk: Chunk) -> dict[str, Any]:
-    return {name: getattr(chunk, name) for name in Chunk.__slots__}
 
 
 #: a few questions with scripted answers, used by the demo and the tests

@@ -134,12 +134,12 @@ def to_record(obj: Any) -> ChunkRecord:
     # (document, score) pairs, as LangChain's *_with_score searches return
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[1], int | float):
         rec = to_record(obj[0])
-        return ChunkRecord(**{**_asdict(rec), "score": float(obj[1])})
+        return rec._replace(score=float(obj[1]))
     # LlamaIndex NodeWithScore: .node (a BaseNode) + .score
     node = getattr(obj, "node", None)
     if node is not None and hasattr(obj, "score"):
         rec = _node_record(node)
-        return ChunkRecord(**{**_asdict(rec), "score": _score(obj.score)})
+        return rec._replace(score=_score(obj.score))
     if hasattr(obj, "get_content") and hasattr(obj, "node_id"):
         return _node_record(obj)
     # LangChain Document: .page_content + .metadata (+ .id in recent versions)
@@ -148,7 +148,7 @@ def to_record(obj: Any) -> ChunkRecord:
         lc_id = getattr(obj, "id", None)
         rec = _from_fields(lambda _name: None, _s(obj.page_content), meta)
         if not rec.chunk_id or (rec.chunk_id == rec.doc_id and lc_id):
-            rec = ChunkRecord(**{**_asdict(rec), "chunk_id": _s(lc_id) or rec.chunk_id})
+            rec = rec._replace(chunk_id=_s(lc_id) or rec.chunk_id)
         return rec
     if hasattr(obj, "chunk_id") or hasattr(obj, "doc_id"):
         text = _s(getattr(obj, "text", None) or getattr(obj, "content", None))
@@ -205,17 +205,7 @@ def _node_record(node: Any) -> ChunkRecord:
     node_id = _s(getattr(node, "node_id", None) or getattr(node, "id_", None))
     ref_doc = _s(getattr(node, "ref_doc_id", None))
     rec = _from_fields(lambda _name: None, text, meta)
-    return ChunkRecord(
-        **{
-            **_asdict(rec),
-            "chunk_id": _s(meta.get("chunk_id")) or node_id or rec.chunk_id,
-            "doc_id": rec.doc_id or ref_doc,
-        }
-    )
-
-
-def _asdict(rec: ChunkRecord) -> dict[str, Any]:
-    return rec._asdict()
+    return rec._replace(chunk_id=_s(meta.get("chunk_id")) or node_id or rec.chunk_id, doc_id=rec.doc_id or ref_doc)
 
 
 def chunk_items(value: Any) -> list[Any]:
@@ -242,11 +232,6 @@ def chunk_items(value: Any) -> list[Any]:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value)
     return [value]
-
-
-def to_records(value: Any) -> list[ChunkRecord]:
-    """Normalise every chunk in a stage's return value."""
-    return [to_record(item) for item in chunk_items(value)]
 
 
 @dataclass(slots=True)

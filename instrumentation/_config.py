@@ -31,7 +31,6 @@ class _Settings:
     record_content: bool = True
     max_attributes: int = DEFAULT_SPAN_ATTRIBUTES
     handle: Citeline | None = None
-    joined_global: bool = False
 
 
 _settings = _Settings()
@@ -189,7 +188,6 @@ def current_tracer() -> trace.Tracer | None:
     # somebody installed a real provider without calling configure(): join it
     _settings.tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     _settings.max_attributes = _span_attribute_limit(provider)
-    _settings.joined_global = True
     return _settings.tracer
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _keys as K
-from ._chunks import Columns, chunk_items, to_columns
+from ._chunks import Columns, chunk_items
 from ._otlp_json import dumps
 
 #: attribute slots kept free for the host's own or auto-instrumentation attributes
@@ -46,7 +46,7 @@ def request_state() -> RequestState:
     return state
 
 
-def _text(value: Any) -> str | None:
+def text_of(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     for name in ("text", "prompt", "content"):
@@ -151,7 +151,7 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
             if stage == "context":
                 attrs[K.OI_RERANKER_QUERY] = _clip(query)
     elif stage == "generation" and content and args:
-        prompt = _text(args[0])
+        prompt = text_of(args[0])
         if prompt is not None:
             attrs[K.OI_INPUT_VALUE] = _clip(prompt)
             attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
@@ -214,7 +214,7 @@ def generation_attributes(answer: Any) -> dict[str, Any]:
         if isinstance(abstained, bool):
             attrs[K.CL_ABSTAINED] = abstained
     else:
-        text = _text(answer) if answer is not None else ""
+        text = text_of(answer) if answer is not None else ""
         if text is None:
             raise TypeError(
                 f"cannot read an answer from {type(answer).__name__}; return a string or "
@@ -283,8 +283,3 @@ def resolution_attributes(value: Any) -> dict[str, Any]:
 def render_attributes(value: Any) -> dict[str, Any]:
     """What the user sees: label -> target uri, title and ids where known."""
     return _rows_attributes(value, _REN_FIELDS, ("citations", "sources", "links", "items"))
-
-
-def chunks_of(value: Any) -> Columns:
-    """Chunks from a retrieval/context return value, as columns."""
-    return to_columns(value)

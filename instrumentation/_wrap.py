@@ -22,20 +22,17 @@ from opentelemetry.trace import Span, Status, StatusCode
 from . import _config, _guard
 from . import _keys as K
 from . import _stages as S
-
-STAGES = ("retrieval", "context", "generation", "resolution", "render")
+from ._chunks import to_columns
 
 
 class _Call:
     """One decorated call: its span and how to close it."""
 
-    __slots__ = ("fn_args", "fn_kwargs", "span", "stage", "to_chunks")
+    __slots__ = ("span", "stage", "to_chunks")
 
-    def __init__(self, stage: str, span: Span, args: Sequence[Any], kwargs: Mapping[str, Any], to_chunks: Any) -> None:
+    def __init__(self, stage: str, span: Span, to_chunks: Any) -> None:
         self.stage = stage
         self.span = span
-        self.fn_args = args
-        self.fn_kwargs = kwargs
         self.to_chunks = to_chunks
 
     def attach(self) -> Token[Context]:
@@ -74,10 +71,10 @@ class _Call:
                     result = self.to_chunks(result)
                 except Exception as err:
                     raise _HookError from err
-            chunks = S.chunks_of(result)
+            chunks = to_columns(result)
             if stage == "retrieval":
                 return S.retrieval_attributes(chunks, limit, content)
-            prompt = S._text(result) if not isinstance(result, list | tuple) else None
+            prompt = S.text_of(result) if not isinstance(result, list | tuple) else None
             return S.context_attributes(chunks, limit, content, prompt)
         if stage == "generation":
             return S.generation_attributes(result)
@@ -97,7 +94,7 @@ def _begin(stage: str, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
     try:
         attrs = S.start_attributes(stage, args, kwargs, _config.record_content())
         span = tracer.start_span(name, attributes=attrs)
-        return _Call(stage, span, args, kwargs, to_chunks)
+        return _Call(stage, span, to_chunks)
     except Exception as err:  # noqa: BLE001
         _guard.report(f"starting the {stage} span", err)
         return None
@@ -112,7 +109,7 @@ def _join_stream(stage: str, items: list[Any]) -> Any:
     last = items[-1] if items else ""
     if not isinstance(last, str) and S._get(last, "claims") is not None:
         return last  # a stream that ends with the structured answer
-    parts = [x if isinstance(x, str) else S._text(x) or "" for x in items]
+    parts = [x if isinstance(x, str) else S.text_of(x) or "" for x in items]
     return "".join(parts)
 
 

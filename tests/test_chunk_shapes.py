@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.instrumentation import Chunk, retrieval
-from citeline.instrumentation._chunks import content_hash, to_record, to_records
+from citeline.instrumentation._chunks import content_hash, to_columns, to_record
 from tests.conftest import Tracing, make_tracing, read_trace_files
 
 
@@ -68,8 +68,8 @@ def test_langchain_document_and_scored_pairs() -> None:
         "https://kb/returns",
         "Returns",
     )
-    (pair,) = to_records([(doc, 0.83)])
-    assert pair.chunk_id == "returns-v4#2" and pair.score == 0.83
+    pairs = to_columns([(doc, 0.83)])
+    assert pairs.chunk_id == ["returns-v4#2"] and pairs.score == [0.83]
     # ids only on Document.id: the chunk id comes from there
     bare = to_record(Document(page_content="x", metadata={"doc_id": "d"}, id="d#7"))
     assert (bare.doc_id, bare.chunk_id) == ("d", "d#7")
