@@ -23,9 +23,9 @@ import polars as pl
 
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold
-from ._ingest import IngestReport, Problem, ingest, trace_files
+from ._ingest import IngestReport, Problem, ingest
 from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
-from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, run
+from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, sql
 
 DEFAULT_ABSTAIN_PHRASES = (
     "cannot verify",
@@ -205,7 +205,8 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
         claims = split_claims(answer)
         cited_factual = False
         for i, c in enumerate(claims):
-            factual = is_factual(c.text) and not any(p in fold(c.text) for p in folded_phrases)
+            folded = fold(c.text)
+            factual = is_factual(c.text) and not any(p in folded for p in folded_phrases)
             cited_factual = cited_factual or (factual and bool(c.labels))
             rows.append(
                 {
@@ -216,7 +217,8 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
                     "factual": factual,
                 }
             )
-        has_phrase = any(p in fold(answer) for p in folded_phrases)
+        folded_answer = fold(answer)
+        has_phrase = any(p in folded_answer for p in folded_phrases)
         abstain.append({"answer": answer, "abstains": answer not in structured and has_phrase and not cited_factual})
     _register(
         con,
@@ -452,7 +454,7 @@ def analyze(
         human, label_errors = load_human_labels(labels)
         _gold_tables(con, gold_set)
         _register(con, "t_human", human)
-        files = [str(f) for f in trace_files(traces)] if traces else None
+        files = report.paths if traces else None
         con.execute(
             "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
             {"schema_versions": SCHEMA_VERSIONS, "files": files},
@@ -506,8 +508,7 @@ def analyze(
 
 
 def _sql_text(name: str) -> str:
-    from ._store import sql
-
+    """A query file's text, ready to follow CREATE ... AS / INSERT INTO."""
     return sql(name).strip().rstrip(";")
 
 
@@ -521,4 +522,4 @@ def _store_problems(
         con.executemany("INSERT INTO input_problems VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-__all__ = ["AnalysisResult", "analyze", "run"]
+__all__ = ["AnalysisResult", "analyze"]

@@ -45,6 +45,7 @@ class IngestReport:
     spans_added: int = 0
     skipped: int = 0
     problems: list[Problem] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # every trace file the run covers, read now or before
 
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -122,16 +123,15 @@ def _accepted_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[st
     return {str(name): int(n) for name, n in rows}
 
 
-def _batches(files: list[Path]) -> Iterable[list[Path]]:
+def _batches(files: list[Path], sizes: dict[Path, int]) -> Iterable[list[Path]]:
     batch: list[Path] = []
     size = 0
     for f in files:
-        fsize = f.stat().st_size
-        if batch and size + fsize > BATCH_BYTES:
+        if batch and size + sizes[f] > BATCH_BYTES:
             yield batch
             batch, size = [], 0
         batch.append(f)
-        size += fsize
+        size += sizes[f]
     if batch:
         yield batch
 
@@ -145,19 +145,21 @@ def ingest(
     """Read trace files into ``spans``; returns what was read and what was skipped."""
     report = IngestReport()
     files = trace_files(paths)
+    report.paths = [str(f) for f in files]
     for p in map(Path, paths):
         if not p.exists():
             report.problems.append(Problem(str(p), "-", "-", "no such file or folder"))
     known = {(str(path), int(size)) for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()}
+    sizes = {f: f.stat().st_size for f in files}
     todo = []
     for f in files:
-        if (str(f), f.stat().st_size) in known:
+        if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
         else:
             todo.append(f)
-    total = sum(f.stat().st_size for f in todo)
+    total = sum(sizes[f] for f in todo)
     done = 0
-    for batch in _batches(todo):
+    for batch in _batches(todo, sizes):
         names = [str(f) for f in batch]
         before = int(con.execute("SELECT count(*) FROM spans").fetchall()[0][0])
         accepted = _accepted_lines(con, names)
@@ -174,22 +176,16 @@ def ingest(
                 bad = len(found)
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    str(f),
-                    f.stat().st_size,
-                    lines,
-                    None,
-                    max(bad, 0),
-                    dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                ],
+                [str(f), sizes[f], lines, None, max(bad, 0), dt.datetime.now(dt.UTC).replace(tzinfo=None)],
             )
-            done += f.stat().st_size
-            report.bytes += f.stat().st_size
+            done += sizes[f]
+            report.bytes += sizes[f]
             report.files += 1
-        report.problems.extend(_span_problems(con, names))
+        skipped_spans = _span_problems(con, names)
+        report.problems.extend(skipped_spans)
+        report.skipped += len(skipped_spans)
         if progress:
             progress(done, total)
-    report.skipped += sum(1 for p in report.problems if "(trace " in p.place)
     return report
 
 

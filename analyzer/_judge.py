@@ -226,13 +226,13 @@ class RulesJudge:
                 return Judgment("contradicted", f"claim says {_show(v)}, evidence says {_show(rivals[0])}")
             if v[0] != "num":
                 return Judgment("insufficient", f"evidence does not state {_show(v)}")
-        if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and _shared_ratio(claim, ev) >= 0.5:
+        ratio = _shared_ratio(claim, ev)
+        if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and ratio >= 0.5:
             return Judgment("contradicted", "negation differs between claim and evidence")
         c_must, e_must = bool(_MUST.search(claim_fold)), bool(_MUST.search(ev_fold))
         c_may, e_may = bool(_MAY.search(claim_fold)), bool(_MAY.search(ev_fold))
         if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
             return Judgment("contradicted", "obligation differs (may vs must)")
-        ratio = _shared_ratio(claim, ev)
         if ratio >= self.coverage:
             return Judgment("entailed", f"{ratio:.0%} of the claim's words are in the evidence; values agree")
         return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in the evidence")

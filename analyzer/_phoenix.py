@@ -192,14 +192,12 @@ def pull(
     if not spans:
         return report
     traces: dict[str, list[dict[str, Any]]] = {}
-    newest = start or dt.datetime.fromtimestamp(0, dt.UTC)
+    newest_ns = _ns(start) if start else 0
     for s in spans:
-        traces.setdefault(s["context"]["trace_id"], []).append(_otlp_span(s))
-        st = s.get("start_time")
-        st = dt.datetime.fromisoformat(st) if isinstance(st, str) else st
-        if isinstance(st, dt.datetime):
-            st = st if st.tzinfo else st.replace(tzinfo=dt.UTC)
-            newest = max(newest, st)
+        span = _otlp_span(s)
+        traces.setdefault(span["traceId"], []).append(span)
+        newest_ns = max(newest_ns, int(span["startTimeUnixNano"]))
+    newest = dt.datetime.fromtimestamp(newest_ns / 1e9, dt.UTC)
     resource = {"attributes": key_values({"service.name": f"phoenix:{project}"})}
     folder.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
