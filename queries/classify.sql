@@ -77,7 +77,14 @@ label_checks AS ( -- 9. resolution: what each marker meant vs what the app resol
            t.map_version[list_position(t.map_label, l.label)] AS meant_version,
            t.resolution_span, t.render_span,
            r.chunk_id AS res_chunk, r.version AS res_version, r.uri AS res_uri,
-           rr.uri AS ren_uri, rr.chunk_id AS ren_chunk, rr.label AS ren_label
+           rr.uri AS ren_uri, rr.chunk_id AS ren_chunk, rr.label AS ren_label,
+           -- resolved elsewhere: no row for the marker, another chunk, or another version
+           t.resolution_span IS NOT NULL AND (r.chunk_id IS NULL OR r.chunk_id <> meant_chunk
+               OR (coalesce(meant_version, '') <> '' AND coalesce(r.version, '') <> ''
+                   AND r.version <> meant_version)) AS res_bad,
+           -- rendered elsewhere: no link for the label, another chunk, or another uri than resolved
+           t.render_span IS NOT NULL AND (rr.label IS NULL OR rr.chunk_id IS DISTINCT FROM meant_chunk
+               OR (r.uri IS NOT NULL AND rr.uri <> r.uri)) AS ren_bad
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
     CROSS JOIN unnest(g.labels) AS l(label)
@@ -87,19 +94,11 @@ label_checks AS ( -- 9. resolution: what each marker meant vs what the app resol
 ),
 mis_resolved AS (
     SELECT trace_id, claim_idx,
-           bool_or(resolution_span IS NOT NULL AND (res_chunk IS NULL OR res_chunk <> meant_chunk
-                   OR (coalesce(meant_version, '') <> '' AND coalesce(res_version, '') <> ''
-                       AND res_version <> meant_version))) AS res_bad,
-           bool_or(render_span IS NOT NULL AND (ren_label IS NULL OR ren_chunk IS DISTINCT FROM meant_chunk
-                   OR (res_uri IS NOT NULL AND ren_uri <> res_uri))) AS ren_bad,
-           string_agg(CASE WHEN resolution_span IS NOT NULL AND (res_chunk IS NULL OR res_chunk <> meant_chunk
-                              OR (coalesce(meant_version, '') <> '' AND coalesce(res_version, '') <> ''
-                                  AND res_version <> meant_version))
-                           THEN '[' || label || '] meant ' || meant_chunk || ' but resolved to '
+           bool_or(res_bad) AS res_bad,
+           bool_or(ren_bad) AS ren_bad,
+           string_agg(CASE WHEN res_bad THEN '[' || label || '] meant ' || meant_chunk || ' but resolved to '
                                 || coalesce(res_chunk || ' ' || coalesce(res_version, ''), 'nothing') END, '; ') AS res_what,
-           string_agg(CASE WHEN render_span IS NOT NULL AND (ren_label IS NULL OR ren_chunk IS DISTINCT FROM meant_chunk
-                              OR (res_uri IS NOT NULL AND ren_uri <> res_uri))
-                           THEN '[' || label || '] meant ' || meant_chunk || ' but the page links '
+           string_agg(CASE WHEN ren_bad THEN '[' || label || '] meant ' || meant_chunk || ' but the page links '
                                 || coalesce(ren_uri, 'nothing') END, '; ') AS ren_what
     FROM label_checks
     GROUP BY trace_id, claim_idx

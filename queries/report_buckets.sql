@@ -3,12 +3,7 @@
 --   (most urgent first), with zero where nothing landed.
 -- Grain: one row per bucket (always 10 rows).
 -- Parameters: $run_id (VARCHAR).
-WITH buckets(position, bucket) AS (
-    VALUES (1, 'access_violation'), (2, 'invalid_citation'), (3, 'freshness'), (4, 'retrieval_miss'),
-           (5, 'context_drop'), (6, 'grounding'), (7, 'uncited'), (8, 'attribution'), (9, 'resolution'),
-           (10, 'ok')
-),
-run_claims AS (
+WITH run_claims AS (
     SELECT bucket FROM claim_results WHERE run_id = $run_id
 ),
 total AS (
@@ -18,7 +13,7 @@ SELECT b.position,
        b.bucket,
        count(c.bucket) AS claims,
        CASE WHEN t.n = 0 THEN 0.0 ELSE round(count(c.bucket) / t.n, 4) END AS share
-FROM buckets AS b
+FROM bucket_order AS b
 CROSS JOIN total AS t
 LEFT JOIN run_claims AS c ON c.bucket = b.bucket
 GROUP BY b.position, b.bucket, t.n

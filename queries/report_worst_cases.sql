@@ -4,14 +4,10 @@
 -- Grain: one row per case with at least one failing claim, worst first.
 -- Parameters: $run_id (VARCHAR), $limit (INTEGER).
 WITH failing AS (
-    SELECT case_id, trace_id, bucket,
-           CASE bucket
-               WHEN 'access_violation' THEN 1 WHEN 'invalid_citation' THEN 2 WHEN 'freshness' THEN 3
-               WHEN 'retrieval_miss' THEN 4 WHEN 'context_drop' THEN 5 WHEN 'grounding' THEN 6
-               WHEN 'uncited' THEN 7 WHEN 'attribution' THEN 8 WHEN 'resolution' THEN 9
-           END AS position
-    FROM claim_results
-    WHERE run_id = $run_id AND bucket <> 'ok'
+    SELECT c.case_id, c.trace_id, c.bucket, o.position
+    FROM claim_results AS c
+    JOIN bucket_order AS o USING (bucket)
+    WHERE c.run_id = $run_id AND c.bucket <> 'ok'
 )
 SELECT case_id,
        count(*) AS failing_claims,

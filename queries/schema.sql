@@ -4,6 +4,12 @@
 
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 
+-- the ten buckets in repair order, most urgent first: verdicts and reports sort by it
+CREATE TABLE IF NOT EXISTS bucket_order (bucket VARCHAR PRIMARY KEY, position INTEGER NOT NULL);
+INSERT OR IGNORE INTO bucket_order VALUES
+    ('access_violation', 1), ('invalid_citation', 2), ('freshness', 3), ('retrieval_miss', 4),
+    ('context_drop', 5), ('grounding', 6), ('uncited', 7), ('attribution', 8), ('resolution', 9), ('ok', 10);
+
 -- one row per span; lists are parallel arrays exactly as the trace schema records them
 CREATE TABLE IF NOT EXISTS spans (
     trace_id VARCHAR NOT NULL,
