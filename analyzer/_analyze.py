@@ -25,6 +25,7 @@ from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold
 from ._ingest import IngestReport, Problem, ingest
 from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
+from ._report import span_url, trace_url
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, sql
 
 DEFAULT_ABSTAIN_PHRASES = (
@@ -94,8 +95,8 @@ class AnalysisResult:
     def _link(self, claim: dict[str, Any]) -> dict[str, Any]:
         """A failing claim carries its Phoenix links when a Phoenix URL is configured."""
         if self.phoenix_url and claim["bucket"] != "ok" and claim["span_id"]:
-            claim["span_url"] = f"{self.phoenix_url}/redirects/spans/{claim['span_id']}"
-            claim["trace_url"] = f"{self.phoenix_url}/redirects/traces/{claim['trace_id']}"
+            claim["span_url"] = span_url(self.phoenix_url, claim["span_id"])
+            claim["trace_url"] = trace_url(self.phoenix_url, claim["trace_id"])
         return claim
 
 

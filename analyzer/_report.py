@@ -18,6 +18,17 @@ import duckdb
 
 from ._store import BUCKETS, sql
 
+
+def span_url(phoenix_url: str | None, span_id: str | None) -> str | None:
+    """Phoenix resolves this to the span, in whichever project holds it."""
+    return f"{phoenix_url.rstrip('/')}/redirects/spans/{span_id}" if phoenix_url and span_id else None
+
+
+def trace_url(phoenix_url: str | None, trace_id: str | None) -> str | None:
+    """Phoenix resolves this to the trace, in whichever project holds it."""
+    return f"{phoenix_url.rstrip('/')}/redirects/traces/{trace_id}" if phoenix_url and trace_id else None
+
+
 COLORS = {
     "access_violation": "#b91c1c",
     "invalid_citation": "#c2410c",
@@ -51,14 +62,10 @@ class Report:
         return sum(int(b["claims"]) for b in self.buckets)
 
     def span_link(self, span_id: str | None) -> str | None:
-        if not self.phoenix_url or not span_id:
-            return None
-        return f"{self.phoenix_url.rstrip('/')}/redirects/spans/{span_id}"
+        return span_url(self.phoenix_url, span_id)
 
     def trace_link(self, trace_id: str | None) -> str | None:
-        if not self.phoenix_url or not trace_id:
-            return None
-        return f"{self.phoenix_url.rstrip('/')}/redirects/traces/{trace_id}"
+        return trace_url(self.phoenix_url, trace_id)
 
     def to_json(self) -> dict[str, Any]:
         failing = [

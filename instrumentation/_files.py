@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -35,7 +36,7 @@ class _RotatingWriter:
         self.directory = directory
         self.prefix = prefix
         self.max_bytes = max_bytes
-        self._file: object | None = None
+        self._file: BinaryIO | None = None
         self._size = 0
         self._seq = 0
         self.paths: list[Path] = []
@@ -55,8 +56,8 @@ class _RotatingWriter:
             self._open()
         f = self._file
         assert f is not None
-        f.write(data)  # type: ignore[attr-defined]
-        f.flush()  # type: ignore[attr-defined]
+        f.write(data)
+        f.flush()
         self._size += len(data)
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
@@ -75,7 +76,7 @@ class _RotatingWriter:
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()  # type: ignore[attr-defined]
+            self._file.close()
             self._file = None
 
 
