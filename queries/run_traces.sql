@@ -45,12 +45,12 @@ generated AS (
     QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY end_ns DESC, span_id) = 1
 ),
 resolved AS (
-    SELECT trace_id, span_id AS resolution_span, res_marker, res_doc_id, res_chunk_id, res_version, res_uri
+    SELECT trace_id, span_id AS resolution_span, res_marker, res_chunk_id, res_version, res_uri
     FROM usable WHERE stage = 'resolution' AND res_marker IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY end_ns DESC, span_id) = 1
 ),
 rendered AS (
-    SELECT trace_id, span_id AS render_span, ren_label, ren_uri, ren_chunk_id, ren_version
+    SELECT trace_id, span_id AS render_span, ren_label, ren_uri, ren_chunk_id
     FROM usable WHERE stage = 'render' AND ren_label IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY end_ns DESC, span_id) = 1
 ),
@@ -77,9 +77,9 @@ SELECT
     coalesce(gen.map_label, []) AS map_label,
     coalesce(gen.map_chunk_id, []) AS map_chunk_id,
     coalesce(gen.map_version, []) AS map_version,
-    res.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_doc_id, res.res_chunk_id,
+    res.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_chunk_id,
     res.res_version, res.res_uri,
-    ren.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id, ren.ren_version
+    ren.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id
 FROM cased AS c
 JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
 LEFT JOIN retrieved AS rt USING (trace_id)

@@ -10,7 +10,20 @@ INSERT OR IGNORE INTO bucket_order VALUES
     ('access_violation', 1), ('invalid_citation', 2), ('freshness', 3), ('retrieval_miss', 4),
     ('context_drop', 5), ('grounding', 6), ('uncited', 7), ('attribution', 8), ('resolution', 9), ('ok', 10);
 
--- one row per span; lists are parallel arrays exactly as the trace schema records them
+-- The OTLP attribute helpers ingest_spans.sql reads values with; stored in the file so the
+-- query also runs in the duckdb CLI. `v` is an attribute value kept as JSON text.
+CREATE OR REPLACE MACRO otlp_value(keys, vals, name) AS vals[list_position(keys, name)];
+CREATE OR REPLACE MACRO otlp_string(v) AS v ->> '$.stringValue';
+CREATE OR REPLACE MACRO otlp_strings(v) AS
+    list_transform(json_transform(v, '{"arrayValue":{"values":[{"stringValue":"VARCHAR"}]}}').arrayValue.values,
+                   lambda x: x.stringValue);
+CREATE OR REPLACE MACRO otlp_ints(v) AS
+    list_transform(json_transform(v, '{"arrayValue":{"values":[{"intValue":"VARCHAR"}]}}').arrayValue.values,
+                   lambda x: TRY_CAST(x.intValue AS BIGINT));
+
+-- one row per span, holding what the analyzer reads; lists are parallel arrays exactly
+-- as the trace schema records them. The rest of each span (uris and titles of every
+-- retrieved chunk, hashes, OpenInference documents) stays in the trace files and Phoenix.
 CREATE TABLE IF NOT EXISTS spans (
     trace_id VARCHAR NOT NULL,
     span_id VARCHAR NOT NULL,
@@ -22,19 +35,11 @@ CREATE TABLE IF NOT EXISTS spans (
     status_code INTEGER,
     schema_version VARCHAR,
     stage VARCHAR,
-    oi_kind VARCHAR,
     question VARCHAR,
     case_id VARCHAR,
-    principal_id VARCHAR,
     principal_groups VARCHAR[],
     as_of VARCHAR,
-    chunk_doc_id VARCHAR[],
     chunk_id VARCHAR[],
-    chunk_version VARCHAR[],
-    chunk_hash VARCHAR[],
-    chunk_uri VARCHAR[],
-    chunk_title VARCHAR[],
-    chunk_label VARCHAR[],
     answer VARCHAR,
     answer_format VARCHAR,
     abstained BOOLEAN,
@@ -44,22 +49,21 @@ CREATE TABLE IF NOT EXISTS spans (
     evidence_quote VARCHAR[],
     map_label VARCHAR[],
     map_chunk_id VARCHAR[],
-    map_doc_id VARCHAR[],
     map_version VARCHAR[],
     res_marker VARCHAR[],
-    res_doc_id VARCHAR[],
     res_chunk_id VARCHAR[],
     res_version VARCHAR[],
     res_uri VARCHAR[],
     ren_label VARCHAR[],
     ren_uri VARCHAR[],
-    ren_title VARCHAR[],
-    ren_doc_id VARCHAR[],
     ren_chunk_id VARCHAR[],
-    ren_version VARCHAR[],
     adapter_error VARCHAR,
-    source_file VARCHAR
+    source_file VARCHAR,
+    line_hash UBIGINT,    -- the line of source_file the span came from: its hash and length in bytes,
+    line_bytes BIGINT     -- so ingest can check that every line of a file was read (see _ingest.py)
 );
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_hash UBIGINT;
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_bytes BIGINT;
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (

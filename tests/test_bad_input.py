@@ -103,6 +103,43 @@ def test_reingesting_the_same_files_adds_nothing(tmp_path: Path) -> None:
     assert result.cases.height == 2
 
 
+def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from citeline.analyzer import _ingest
+
+    good = _good_traces(tmp_path)
+    first, second = good.read_bytes().split(b"\n")[:2]
+    monkeypatch.setattr(_ingest, "MAX_LINE_BYTES", len(first) + 10)  # the second trace line is made longer
+    doc = json.loads(second)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] = "x" * (len(first) + 100)
+    f = tmp_path / "long.jsonl"
+    f.write_bytes(first + b"\n" + json.dumps(doc).encode() + b"\n")
+    result = analyze(tmp_path / "s.duckdb", gold=gold_path(), traces=[f])
+    assert [p.split(": ")[0] for p in result.problems()] == [f"{f}:line 2"]
+    assert f"longer than the {len(first) + 10:,} citeline reads; line skipped" in result.problems()[0]
+    assert result.cases.height == 1  # line 1 is still analyzed
+
+
+def test_a_file_that_grew_is_read_again_and_adds_only_new_spans(tmp_path: Path) -> None:
+    good = _good_traces(tmp_path)
+    first, second = good.read_bytes().split(b"\n")[:2]
+    f = tmp_path / "growing.jsonl"
+    f.write_bytes(first + b"\n")
+    db = tmp_path / "s.duckdb"
+    analyze(db, gold=gold_path(), traces=[f])
+    spans = _counts(db)[0]
+    with open(f, "ab") as out:  # the exporter appends to its current file
+        out.write(second + b"\n")
+    result = analyze(db, gold=gold_path(), traces=[f])
+    assert result.problems() == []
+    assert _counts(db)[0] == spans + len(json.loads(second)["resourceSpans"][0]["scopeSpans"][0]["spans"])
+    con = duckdb.connect(str(db))
+    try:
+        rows = con.execute("SELECT lines, skipped FROM ingested_files ORDER BY ingested_at").fetchall()
+    finally:
+        con.close()
+    assert rows == [(1, 0), (2, 0)]
+
+
 def test_span_missing_its_stage_attribute_is_reported(tmp_path: Path) -> None:
     good = _good_traces(tmp_path)
     doc = json.loads(good.read_bytes().split(b"\n")[0])
