@@ -472,6 +472,7 @@ def analyze(
         _judge_tables(con, gold_set, _CachedJudge(con, JUDGES[judge]()))
         phase("classifying")
         con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
+        phase("storing the run")
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         unmatched = int(
             con.execute(

@@ -126,8 +126,8 @@ def _not_utf8(line: bytes) -> bool:
     return False
 
 
-def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, tuple[int, int]]:
-    """Per file: the distinct lines that gave the store a span, and the bytes they cover.
+def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Per file: the spans stored from it, the distinct lines that gave them, the bytes those cover.
 
     Counted from the line hash and length every span keeps, so no second parse and no
     second read. When the covered bytes (each line plus its newline) equal the file's
@@ -136,12 +136,13 @@ def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, t
     file down the slow path that reads it line by line and names what it finds.
     """
     rows = con.execute(
-        "SELECT source_file, count(*), sum(line_bytes + 1) FROM "
-        "(SELECT DISTINCT source_file, line_hash, line_bytes FROM spans WHERE list_contains($files, source_file)) "
+        "SELECT source_file, sum(spans), count(*), sum(line_bytes + 1) FROM "
+        "(SELECT source_file, line_hash, line_bytes, count(*) AS spans FROM spans "
+        " WHERE list_contains($files, source_file) GROUP BY ALL) "
         "GROUP BY source_file",
         {"files": files},
     ).fetchall()
-    return {str(name): (int(n), int(covered)) for name, n, covered in rows}
+    return {str(name): (int(spans), int(n), int(covered)) for name, spans, n, covered in rows}
 
 
 def _batches(files: list[Path], sizes: dict[Path, int]) -> Iterable[list[Path]]:
@@ -180,13 +181,17 @@ def ingest(
             todo.append(f)
     total = sum(sizes[f] for f in todo)
     done = 0
+    seen_paths = {path for path, _size in known}
     for batch in _batches(todo, sizes):
         names = [str(f) for f in batch]
+        grown = [n for n in names if n in seen_paths]  # read before at another size: count what was there
+        before = _read_lines(con, grown) if grown else {}
         added = run(con, "ingest_spans", {"files": names, "max_line": MAX_LINE_BYTES}).fetchall()
         report.spans_added += int(added[0][0]) if added else 0
         read = _read_lines(con, names)
         for f in batch:
-            lines, covered = read.get(str(f), (0, 0))
+            spans, lines, covered = read.get(str(f), (0, 0, 0))
+            spans -= before.get(str(f), (0, 0, 0))[0]
             bad = 0
             if covered not in (sizes[f], sizes[f] + 1) and not (sizes[f] == 0 and lines == 0):
                 lines = _line_count(f)  # some line gave no span: find and name each bad one
@@ -196,7 +201,7 @@ def ingest(
                 bad = len(found)
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
-                [str(f), sizes[f], lines, None, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+                [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
             )
             done += sizes[f]
             report.bytes += sizes[f]

@@ -20,11 +20,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
 
-def _phase(code: str) -> dict[str, float]:
+def _phase(code: str) -> dict[str, Any]:
     """Run ``code`` in a fresh interpreter; it prints a JSON dict; add its peak RSS."""
     # VmHWM, not ru_maxrss: the latter carries the parent's peak over fork + exec
     wrapped = (
@@ -49,10 +50,14 @@ OUT = {{'seconds': time.perf_counter() - t, 'bytes': rep.bytes, 'spans': rep.spa
 CLASSIFY = """
 import time
 from citeline.analyzer._analyze import analyze
+marks = []
 t = time.perf_counter()
-r = analyze({db!r}, gold={gold!r})
-OUT = {{'seconds': time.perf_counter() - t, 'claims': r.claims.height, 'traces': r.cases.height,
-        'not_ok': int((r.claims['bucket'] != 'ok').sum())}}
+r = analyze({db!r}, gold={gold!r}, on_phase=lambda name: marks.append((name, time.perf_counter())))
+end = time.perf_counter()
+steps = [('gold + traces to cases', t)] + marks[1:] + [('end', end)]
+phases = {{a[0]: b[1] - a[1] for a, b in zip(steps, steps[1:])}}
+OUT = {{'seconds': end - t, 'claims': r.claims.height, 'traces': r.cases.height,
+        'not_ok': int((r.claims['bucket'] != 'ok').sum()), 'phases': phases}}
 """
 
 BASELINE = """
@@ -161,6 +166,7 @@ def main() -> None:
         f"classification: {cls['seconds']:7.1f} s  {cps:9,.0f} claims/s  peak {cls['peak_mib']:,.0f} MiB "
         f"({cls['claims']:,} claims, {cls['not_ok']:,} not ok; target >= 1,000,000 claims/s)"
     )
+    print("  of which " + ", ".join(f"{name} {sec:.1f} s" for name, sec in cls["phases"].items()))
     print(
         f"end to end:     {total:7.1f} s  {ours_tps:9,.0f} traces/s -> 1M traces in {1e6 / ours_tps:,.0f} s "
         f"(target < 60 s)"

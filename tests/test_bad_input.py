@@ -134,10 +134,12 @@ def test_a_file_that_grew_is_read_again_and_adds_only_new_spans(tmp_path: Path) 
     assert _counts(db)[0] == spans + len(json.loads(second)["resourceSpans"][0]["scopeSpans"][0]["spans"])
     con = duckdb.connect(str(db))
     try:
-        rows = con.execute("SELECT lines, skipped FROM ingested_files ORDER BY ingested_at").fetchall()
+        rows = con.execute("SELECT lines, spans_added, skipped FROM ingested_files ORDER BY ingested_at").fetchall()
     finally:
         con.close()
-    assert rows == [(1, 0), (2, 0)]
+    n_first = len(json.loads(first)["resourceSpans"][0]["scopeSpans"][0]["spans"])
+    n_second = len(json.loads(second)["resourceSpans"][0]["scopeSpans"][0]["spans"])
+    assert rows == [(1, n_first, 0), (2, n_second, 0)]
 
 
 def test_span_missing_its_stage_attribute_is_reported(tmp_path: Path) -> None:
