@@ -15,6 +15,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,27 +40,63 @@ DEFAULT_ABSTAIN_PHRASES = (
     "i don't know",
 )
 MIN_SIM = 0.3
+QUOTE_SEP = "\x1f"  # joins a claim's quotes into one key (classify.sql: chr(31))
+PART_TRACES = 100_000  # traces classified at a time: keeps memory flat whatever the run's size
+_IN_SCOPE = (
+    "SELECT {what} FROM spans WHERE stage = 'request' AND ($files IS NULL OR list_contains($files, source_file))"
+)
 MIN_SHARED_SIM = 0.1
+
+
+CLAIM_ORDER = "ORDER BY case_id, trace_id, gold_claim_id NULLS LAST, claim_text"
 
 
 @dataclass
 class AnalysisResult:
-    """What one run found; ``claims`` and ``cases`` are polars DataFrames."""
+    """What one run found. ``claims`` and ``cases`` are polars DataFrames read from the
+    store when first used, so a run over millions of traces costs no memory until asked."""
 
     run_id: str
-    claims: pl.DataFrame
-    cases: pl.DataFrame
+    counts: dict[str, int]
     ingest: IngestReport
     gold_errors: list[GoldError] = field(default_factory=list)
     unmatched_traces: int = 0
     phoenix_url: str | None = None
+    db: str | None = None
+    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
     @property
     def summary(self) -> dict[str, int]:
-        counts = dict.fromkeys(BUCKETS, 0)
-        for bucket, n in self.claims.group_by("bucket").len().iter_rows():
-            counts[bucket] = int(n)
-        return counts
+        """Claims per bucket, every bucket present."""
+        return dict(self.counts)
+
+    @cached_property
+    def claims(self) -> pl.DataFrame:
+        return self._frame(f"SELECT * FROM claim_results WHERE run_id = $r {CLAIM_ORDER}")
+
+    @cached_property
+    def cases(self) -> pl.DataFrame:
+        return self._frame("SELECT * FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id")
+
+    def failing(self, limit: int) -> pl.DataFrame:
+        """The first ``limit`` claims not ``ok``, in the order of ``claims``."""
+        return self._frame(
+            f"SELECT * FROM claim_results WHERE run_id = $r AND bucket <> 'ok' {CLAIM_ORDER} LIMIT {int(limit)}"
+        )
+
+    def _frame(self, query: str) -> pl.DataFrame:
+        if self.con is not None:  # the caller's connection, while it is open
+            try:
+                frame: pl.DataFrame = self.con.sql(query, params={"r": self.run_id}).pl()
+                return frame
+            except duckdb.ConnectionException:
+                pass
+        con = connect(self.db or DEFAULT_DB)
+        try:
+            frame = con.sql(query, params={"r": self.run_id}).pl()
+            return frame
+        finally:
+            con.close()
 
     @property
     def skipped(self) -> int:
@@ -334,7 +371,7 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
         plan.append((q_at, at))
     answers = judge.many(requests)
     rows = []
-    for (case_id, claim_id, text, cited, _), (q_at, at) in zip(matched, plan, strict=True):
+    for (case_id, claim_id, text, cited, quotes), (q_at, at) in zip(matched, plan, strict=True):
         results = [answers[i] for i in at]
         labels = [r[0] for r in results]
         pick = next((r for r in results if r[0] == "entailed"), None) or next(
@@ -350,6 +387,7 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
                 "claim_id": claim_id,
                 "text": text,
                 "cited_key": "|".join(cited),
+                "quotes_key": QUOTE_SEP.join(quotes),
                 "label": pick[0],
                 "rationale": pick[1],
             }
@@ -364,6 +402,7 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
                 "claim_id": pl.Utf8,
                 "text": pl.Utf8,
                 "cited_key": pl.Utf8,
+                "quotes_key": pl.Utf8,
                 "label": pl.Utf8,
                 "rationale": pl.Utf8,
             },
@@ -380,10 +419,22 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
         "t_judged_cited",
         pl.DataFrame(
             [
-                {"text": t, "cited_key": "|".join(cited), "label": r[0], "rationale": r[1]}
-                for (t, cited, _), r in zip(unmatched, results, strict=True)
+                {
+                    "text": t,
+                    "cited_key": "|".join(cited),
+                    "quotes_key": QUOTE_SEP.join(q),
+                    "label": r[0],
+                    "rationale": r[1],
+                }
+                for (t, cited, q), r in zip(unmatched, results, strict=True)
             ],
-            schema={"text": pl.Utf8, "cited_key": pl.Utf8, "label": pl.Utf8, "rationale": pl.Utf8},
+            schema={
+                "text": pl.Utf8,
+                "cited_key": pl.Utf8,
+                "quotes_key": pl.Utf8,
+                "label": pl.Utf8,
+                "rationale": pl.Utf8,
+            },
         ),
     )
     judge.flush()
@@ -456,40 +507,48 @@ def analyze(
         _gold_tables(con, gold_set)
         _register(con, "t_human", human)
         files = report.paths if traces else None
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
-            {"schema_versions": SCHEMA_VERSIONS, "files": files},
-        )
-        phase("splitting answers into claims")
-        _answer_tables(con, abstain_phrases)
-        con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
-        _similarity_table(con)
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE t_match AS " + _sql_text("match_claims"),
-            {"min_sim": MIN_SIM, "min_shared_sim": MIN_SHARED_SIM},
-        )
-        phase("judging support")
-        _judge_tables(con, gold_set, _CachedJudge(con, JUDGES[judge]()))
-        phase("classifying")
-        con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
+        scope = {"files": files}
+        n_traces = int(con.execute(_IN_SCOPE.format(what="count(DISTINCT trace_id)"), scope).fetchall()[0][0])
+        parts = max(1, -(-n_traces // PART_TRACES))
+        cached_judge = _CachedJudge(con, JUDGES[judge]())
+        for part in range(parts):  # bounded memory: a slice of the traces at a time, by trace id hash
+            of = f" ({part + 1}/{parts})" if parts > 1 else ""
+            phase("joining traces to cases" + of)
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
+                {"schema_versions": SCHEMA_VERSIONS, "part": part, "parts": parts, **scope},
+            )
+            phase("splitting answers into claims" + of)
+            _answer_tables(con, abstain_phrases)
+            con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
+            _similarity_table(con)
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE t_match AS " + _sql_text("match_claims"),
+                {"min_sim": MIN_SIM, "min_shared_sim": MIN_SHARED_SIM},
+            )
+            phase("judging support" + of)
+            _judge_tables(con, gold_set, cached_judge)
+            phase("classifying" + of)
+            con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
         phase("storing the run")
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         unmatched = int(
             con.execute(
-                "SELECT count(DISTINCT trace_id) FROM spans WHERE stage = 'request' "
-                "AND trace_id NOT IN (SELECT trace_id FROM t_traces)"
+                _IN_SCOPE.format(what="count(DISTINCT trace_id)")
+                + " AND trace_id NOT IN (SELECT trace_id FROM case_results WHERE run_id = $r)",
+                {**scope, "r": run_id},
             ).fetchall()[0][0]
         )
         errors = gold_set.errors + label_errors
         _store_problems(con, run_id, report.problems, errors)
-        claims = con.sql(
-            "SELECT * FROM claim_results WHERE run_id = $r ORDER BY case_id, trace_id, "
-            "gold_claim_id NULLS LAST, claim_text",
-            params={"r": run_id},
-        ).pl()
-        cases = con.sql(
-            "SELECT * FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id", params={"r": run_id}
-        ).pl()
+        counts = dict.fromkeys(BUCKETS, 0)
+        for bucket, n in con.execute(
+            "SELECT bucket, count(*) FROM claim_results WHERE run_id = $r GROUP BY bucket", {"r": run_id}
+        ).fetchall():
+            counts[bucket] = int(n)
+        n_cases = int(
+            con.execute("SELECT count(*) FROM case_results WHERE run_id = $r", {"r": run_id}).fetchall()[0][0]
+        )
         con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -498,12 +557,12 @@ def analyze(
                 dt.datetime.now(dt.UTC).replace(tzinfo=None),
                 str(gold),
                 judge,
-                cases.height,
-                claims.height,
+                n_cases,
+                sum(counts.values()),
                 report.skipped + len(errors),
             ],
         )
-        return AnalysisResult(run_id, claims, cases, report, errors, unmatched)
+        return AnalysisResult(run_id, counts, report, errors, unmatched, db=str(db), con=None if own else con)
     finally:
         if own:
             con.close()

@@ -31,12 +31,12 @@ def _print_result(result: Any, fmt: str) -> None:
     for bucket in BUCKETS:
         table.add_row(bucket, str(summary[bucket]))
     console.print(table)
-    failing = result.claims.filter(result.claims["bucket"] != "ok")
+    failing = result.failing(40)
     if failing.height:
         detail = Table(title="failing claims (first 40)")
         for col in ("case", "claim", "bucket", "stage", "span", "reason"):
             detail.add_column(col, overflow="fold")
-        for row in failing.head(40).iter_rows(named=True):
+        for row in failing.iter_rows(named=True):
             cells = (
                 row["case_id"] or "",
                 row["gold_claim_id"] or (row["claim_text"] or "")[:40],

@@ -7,8 +7,10 @@
 -- Grain: one row per classified claim.
 -- Parameters: $run_id (VARCHAR).
 -- Reads: t_traces, t_gold_claims, t_gold_chunks, t_gen_claims, t_match,
---   t_judged_gold (case_id, claim_id, text, cited_key, label, rationale),
---   t_judged_cited (text, cited_key, label, rationale), t_abstain (answer, abstains),
+--   t_judged_gold (case_id, claim_id, text, cited_key, quotes_key, label, rationale),
+--   t_judged_cited (text, cited_key, quotes_key, label, rationale), t_abstain (answer, abstains),
+--   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
+--   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label).
 WITH
 -- 1. every chunk each stage exposed, in chain order
@@ -149,9 +151,11 @@ judged AS (
     LEFT JOIN t_judged_gold AS jg
            ON r.gold_claim_id IS NOT NULL AND jg.case_id = r.case_id AND jg.claim_id = r.gold_claim_id AND jg.text = g.text
           AND jg.cited_key = array_to_string(list_sort(g.cited), '|')
+          AND jg.quotes_key = array_to_string(g.quotes, chr(31))
     LEFT JOIN t_judged_cited AS jc
            ON r.gold_claim_id IS NULL AND jc.text = g.text
           AND jc.cited_key = array_to_string(list_sort(g.cited), '|')
+          AND jc.quotes_key = array_to_string(g.quotes, chr(31))
     LEFT JOIN t_human AS h
            ON h.trace_id = r.trace_id AND h.claim_key = coalesce(r.gold_claim_id, g.text)
 ),

@@ -8,7 +8,9 @@
 --   Spans of an unknown schema version are left out (ingest reports them).
 -- Grain: one row per trace (with a request span and a matching gold case).
 -- Parameters: $schema_versions (VARCHAR[]: versions this analyzer reads),
---   $files (VARCHAR[] or NULL: only spans read from these trace files; NULL = the whole store).
+--   $files (VARCHAR[] or NULL: only spans read from these trace files; NULL = the whole store),
+--   $part, $parts (INTEGER: this call covers the traces whose id hashes to $part modulo
+--   $parts; analyze classifies a large run slice by slice; 0 and 1 = every trace).
 -- Reads: spans, t_gold_cases (case_id, question_norm, as_of, expect, principal_groups).
 WITH per_trace AS (
     SELECT
@@ -36,6 +38,7 @@ WITH per_trace AS (
     FROM spans
     WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
       AND ($files IS NULL OR list_contains($files, source_file))
+      AND hash(trace_id) % $parts = $part
     GROUP BY trace_id
     HAVING req IS NOT NULL
 ),

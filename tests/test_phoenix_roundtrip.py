@@ -129,7 +129,7 @@ def test_pulled_spans_classify_exactly_like_the_trace_files(pulled: Path, phoeni
         "uncited": 2,
         "attribution": 2,
         "resolution": 2,
-        "ok": 21,
+        "ok": 19,
     }
     for c in json.loads(from_phoenix.stdout)["claims"]:
         if c["bucket"] != "ok":
@@ -203,7 +203,7 @@ def test_nightly_job_runs_the_compose_topology_with_processes(
     assert page.count("class='failing-claim'") == 19
     assert f"{phoenix.url}/redirects/spans/" in page
     summary = json.loads((tmp_path / "report.json").read_text())["summary"]
-    assert summary["ok"] == 21
+    assert summary["ok"] == 19
     assert "annotation(s) named 'citeline' written" in done.stdout
 
 
