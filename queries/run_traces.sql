@@ -38,7 +38,7 @@ WITH per_trace AS (
     FROM spans
     WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
       AND ($files IS NULL OR list_contains($files, source_file))
-      AND hash(trace_id) % $parts = $part
+      AND ($parts = 1 OR hash(trace_id) % CAST($parts AS UBIGINT) = $part)
     GROUP BY trace_id
     HAVING req IS NOT NULL
 ),
