@@ -510,13 +510,14 @@ def analyze(
         scope = {"files": files}
         n_traces = int(con.execute(_IN_SCOPE.format(what="count(DISTINCT trace_id)"), scope).fetchall()[0][0])
         parts = max(1, -(-n_traces // PART_TRACES))
+        bounds = _slices(con, parts, scope)
         cached_judge = _CachedJudge(con, JUDGES[judge]())
-        for part in range(parts):  # bounded memory: a slice of the traces at a time, by trace id hash
+        for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
             of = f" ({part + 1}/{parts})" if parts > 1 else ""
             phase("joining traces to cases" + of)
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
-                {"schema_versions": SCHEMA_VERSIONS, "part": part, "parts": parts, **scope},
+                {"schema_versions": SCHEMA_VERSIONS, "part": part, "parts": parts, "lo": lo, "hi": hi, **scope},
             )
             phase("splitting answers into claims" + of)
             _answer_tables(con, abstain_phrases)
@@ -566,6 +567,16 @@ def analyze(
     finally:
         if own:
             con.close()
+
+
+def _slices(con: duckdb.DuckDBPyConnection, parts: int, scope: dict[str, Any]) -> list[tuple[int, int]]:
+    """Cut the run into ``parts`` slices of traces (t_slices); the rowid range of each."""
+    if parts == 1:  # one slice: every trace, no table needed beyond an empty one for the query to bind
+        con.execute("CREATE OR REPLACE TEMP TABLE t_slices (trace_id VARCHAR, slice BIGINT)")
+        return [(0, 0)]
+    con.execute("CREATE OR REPLACE TEMP TABLE t_slices AS " + _sql_text("run_slices"), {"parts": parts, **scope})
+    rows = con.execute("SELECT slice, min(first_row), max(last_row) FROM t_slices GROUP BY slice ORDER BY slice")
+    return [(int(lo), int(hi)) for _slice, lo, hi in rows.fetchall()]
 
 
 def _sql_text(name: str) -> str:

@@ -66,17 +66,16 @@ stale AS (       -- 3. freshness: cited chunks not in force at as_of
                WHEN c.status <> 'active' THEN c.status
                WHEN c.effective_from > t.as_of THEN 'not in force until ' || c.effective_from
                ELSE 'superseded on ' || c.effective_to END || ')', ', ' ORDER BY c.chunk_id) AS what
-    FROM t_gen_claims AS g
+    FROM (SELECT trace_id, claim_idx, unnest(cited) AS chunk_id FROM t_gen_claims) AS g
     JOIN t_traces AS t USING (trace_id)
-    CROSS JOIN unnest(g.cited) AS u(chunk_id)
-    JOIN t_gold_chunks AS c ON c.chunk_id = u.chunk_id
+    JOIN t_gold_chunks AS c ON c.chunk_id = g.chunk_id
     WHERE c.status <> 'active' OR c.effective_from > t.as_of OR c.effective_to <= t.as_of
     GROUP BY g.trace_id, g.claim_idx
 ),
 label_checks AS ( -- 9. resolution: what each marker meant vs what the app resolved and rendered
-    SELECT g.trace_id, g.claim_idx, l.label,
-           t.map_chunk_id[list_position(t.map_label, l.label)] AS meant_chunk,
-           t.map_version[list_position(t.map_label, l.label)] AS meant_version,
+    SELECT g.trace_id, g.claim_idx, g.label,
+           t.map_chunk_id[list_position(t.map_label, g.label)] AS meant_chunk,
+           t.map_version[list_position(t.map_label, g.label)] AS meant_version,
            t.resolution_span, t.render_span,
            r.chunk_id AS res_chunk, r.version AS res_version, r.uri AS res_uri,
            rr.uri AS ren_uri, rr.chunk_id AS ren_chunk, rr.label AS ren_label,
@@ -87,12 +86,11 @@ label_checks AS ( -- 9. resolution: what each marker meant vs what the app resol
            -- rendered elsewhere: no link for the label, another chunk, or another uri than resolved
            t.render_span IS NOT NULL AND (rr.label IS NULL OR rr.chunk_id IS DISTINCT FROM meant_chunk
                OR (r.uri IS NOT NULL AND rr.uri <> r.uri)) AS ren_bad
-    FROM t_gen_claims AS g
+    FROM (SELECT trace_id, claim_idx, unnest(labels) AS label FROM t_gen_claims) AS g
     JOIN t_traces AS t USING (trace_id)
-    CROSS JOIN unnest(g.labels) AS l(label)
-    LEFT JOIN res_rows AS r ON r.trace_id = g.trace_id AND r.marker = l.label
-    LEFT JOIN ren_rows AS rr ON rr.trace_id = g.trace_id AND rr.label = l.label
-    WHERE list_contains(t.map_label, l.label)
+    LEFT JOIN res_rows AS r ON r.trace_id = g.trace_id AND r.marker = g.label
+    LEFT JOIN ren_rows AS rr ON rr.trace_id = g.trace_id AND rr.label = g.label
+    WHERE list_contains(t.map_label, g.label)
 ),
 mis_resolved AS (
     SELECT trace_id, claim_idx,
@@ -134,15 +132,9 @@ judged AS (
            CASE WHEN h.label IS NOT NULL THEN 'human label' ELSE coalesce(jg.rationale, jc.rationale) END AS rationale,
            len(r.bundles) > 0 AS has_bundles,
            -- the chain, bundle by bundle: does some support bundle lie wholly in each stage?
-           -- (most claims have one bundle: checked without a lambda, which costs 5x more)
-           CASE len(r.bundles) WHEN 0 THEN false WHEN 1 THEN list_has_all(t.retrieved, r.bundles[1])
-                ELSE list_bool_or(list_transform(r.bundles, lambda b: list_has_all(t.retrieved, b))) END
-               AS bundle_retrieved,
-           CASE len(r.bundles) WHEN 0 THEN false WHEN 1 THEN list_has_all(t.context, r.bundles[1])
-                ELSE list_bool_or(list_transform(r.bundles, lambda b: list_has_all(t.context, b))) END
-               AS bundle_in_context,
-           CASE len(r.bundles) WHEN 0 THEN false WHEN 1 THEN list_has_all(coalesce(g.cited, []), r.bundles[1])
-                ELSE list_bool_or(list_transform(r.bundles, lambda b: list_has_all(coalesce(g.cited, []), b))) END
+           list_bool_or(list_transform(r.bundles, lambda b: all_in(b, t.retrieved))) IS TRUE AS bundle_retrieved,
+           list_bool_or(list_transform(r.bundles, lambda b: all_in(b, t.context))) IS TRUE AS bundle_in_context,
+           list_bool_or(list_transform(r.bundles, lambda b: all_in(b, g.cited))) IS TRUE
                AS bundle_cited
     FROM rows AS r
     JOIN t_traces AS t USING (trace_id)

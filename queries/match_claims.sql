@@ -9,7 +9,7 @@
 -- Reads: t_gen_claims, t_traces, t_gold_claims, t_sim (case_id, text, claim_id, sim, num_agree).
 WITH candidates AS (
     SELECT g.trace_id, t.case_id, gc.claim_id, g.claim_idx, s.sim, s.num_agree,
-           list_has_any(g.cited, gc.evidence_ids) AS shares
+           any_in(g.cited, gc.evidence_ids) AS shares
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
     JOIN t_gold_claims AS gc ON gc.case_id = t.case_id
