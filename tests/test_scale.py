@@ -44,3 +44,30 @@ def test_results_are_read_from_the_store_when_first_used(tmp_path: Path) -> None
     assert failing.height == 2
     assert failing.rows() == result.claims.filter(result.claims["bucket"] != "ok").head(2).rows()
     assert sum(result.summary.values()) == result.claims.height
+
+
+def test_slices_hold_traces_whose_spans_were_stored_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Half of every trace's spans in one file, the rest in another read later: each slice's
+    rowid range must stretch to reach them, and no row may change."""
+    import json
+
+    whole, _ = run_and_analyze(tmp_path, SCENARIOS)
+    lines = next(tmp_path.glob("**/traces/*.jsonl")).read_bytes().split(b"\n")[:-1]
+    first, second = [], []
+    for line in lines:
+        doc = json.loads(line)
+        spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        for part, keep in ((first, spans[: len(spans) // 2]), (second, spans[len(spans) // 2 :])):
+            doc["resourceSpans"][0]["scopeSpans"][0]["spans"] = keep
+            part.append(json.dumps(doc))
+    split = tmp_path / "split"
+    split.mkdir()
+    (split / "a.jsonl").write_text("\n".join(first) + "\n")
+    (split / "b.jsonl").write_text("\n".join(second) + "\n")
+    store = tmp_path / "split.duckdb"
+    _analyze.analyze(store, gold=gold_path(), traces=[split / "a.jsonl"])  # half of each trace first
+    monkeypatch.setattr(_analyze, "PART_TRACES", 5)
+    sliced = _analyze.analyze(store, gold=gold_path(), traces=[split])
+    assert sliced.problems() == []
+    assert sliced.summary == whole.summary
+    assert sliced.claims.select(ROW).rows() == whole.claims.select(ROW).rows()
