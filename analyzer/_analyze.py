@@ -563,7 +563,12 @@ def analyze(
                 report.skipped + len(errors),
             ],
         )
-        return AnalysisResult(run_id, counts, report, errors, unmatched, db=str(db), con=None if own else con)
+        result = AnalysisResult(run_id, counts, report, errors, unmatched, db=str(db), con=con)
+        if own and str(db) == ":memory:":  # the store goes with this connection: read the rows now
+            _ = result.claims, result.cases
+        if own:
+            result.con = None
+        return result
     finally:
         if own:
             con.close()

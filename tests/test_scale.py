@@ -71,3 +71,11 @@ def test_slices_hold_traces_whose_spans_were_stored_apart(tmp_path: Path, monkey
     assert sliced.problems() == []
     assert sliced.summary == whole.summary
     assert sliced.claims.select(ROW).rows() == whole.claims.select(ROW).rows()
+
+
+def test_an_in_memory_store_still_returns_its_rows(tmp_path: Path) -> None:
+    whole, _ = run_and_analyze(tmp_path, SCENARIOS[:4])
+    traces = next(tmp_path.glob("**/traces"))
+    result = _analyze.analyze(":memory:", gold=gold_path(), traces=[traces])
+    assert result.claims.select(ROW).rows() == whole.claims.select(ROW).rows()
+    assert result.cases.height == 4
