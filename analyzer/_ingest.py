@@ -9,9 +9,11 @@ size are skipped; spans already stored are never added twice.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,6 +160,37 @@ def _batches(files: list[Path], sizes: dict[Path, int]) -> Iterable[list[Path]]:
         yield batch
 
 
+@contextlib.contextmanager
+def _reporting(
+    con: duckdb.DuckDBPyConnection,
+    progress: Callable[[int, int], None] | None,
+    done: int,
+    batch_bytes: int,
+    total: int,
+) -> Iterator[None]:
+    """While a batch runs, report its share read so far (DuckDB's own query progress)."""
+    if progress is None:
+        yield
+        return
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(0.25):
+            pct = con.query_progress()
+            if 0 < pct < 100:
+                progress(done + int(batch_bytes * pct / 100), total)
+
+    watcher = threading.Thread(target=poll, name="citeline-ingest-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+
+
 def ingest(
     con: duckdb.DuckDBPyConnection,
     paths: Iterable[str | Path],
@@ -186,7 +219,9 @@ def ingest(
         names = [str(f) for f in batch]
         grown = [n for n in names if n in seen_paths]  # read before at another size: count what was there
         before = _read_lines(con, grown) if grown else {}
-        added = run(con, "ingest_spans", {"files": names, "max_line": MAX_LINE_BYTES}).fetchall()
+        batch_bytes = sum(sizes[f] for f in batch)
+        with _reporting(con, progress, done, batch_bytes, total):
+            added = run(con, "ingest_spans", {"files": names, "max_line": MAX_LINE_BYTES}).fetchall()
         report.spans_added += int(added[0][0]) if added else 0
         read = _read_lines(con, names)
         for f in batch:

@@ -79,3 +79,17 @@ def test_an_in_memory_store_still_returns_its_rows(tmp_path: Path) -> None:
     result = _analyze.analyze(":memory:", gold=gold_path(), traces=[traces])
     assert result.claims.select(ROW).rows() == whole.claims.select(ROW).rows()
     assert result.cases.height == 4
+
+
+def test_a_long_batch_reports_progress_while_it_runs(tmp_path: Path) -> None:
+    """One query covers up to 4 GiB of trace files; the progress line moves during it."""
+    from citeline.analyzer._ingest import _reporting
+    from citeline.analyzer._store import connect
+
+    con = connect(tmp_path / "s.duckdb")
+    seen: list[tuple[int, int]] = []
+    with _reporting(con, lambda done, total: seen.append((done, total)), 1_000, 4_000, 10_000):
+        con.execute("SELECT sum(hash(i)) FROM range(400000000) AS t(i)").fetchall()  # ~1-2 s here
+    con.close()
+    assert seen, "no progress while the query ran"
+    assert all(1_000 < done < 5_000 and total == 10_000 for done, total in seen)
