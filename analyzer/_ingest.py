@@ -25,7 +25,12 @@ from ._store import SCHEMA_VERSIONS, run
 PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
 BATCH_BYTES = 4 * 1024 * 1024 * 1024
 NEWLINE = b"\n"
-MAX_LINE_BYTES = 256 * 1024 * 1024  # the longest trace line read (a Collector batch of 8k spans is ~20 MB)
+# The batch query reads lines up to LINE_BYTES: DuckDB's CSV reader holds buffers of twice
+# that per thread, and 256 MiB lines made it run out of memory on content-heavy traces.
+# A file with longer lines (a Collector writes one batch of spans per line) is read again
+# on its own with a limit fitted to its longest line, up to MAX_LINE_BYTES.
+LINE_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,15 @@ def _not_utf8(line: bytes) -> bool:
     return False
 
 
+def _whole(size: int, lines: int, covered: int) -> bool:
+    """Did the lines that gave spans cover the file (each line plus its newline)?"""
+    return covered in (size, size + 1) or (size == 0 and lines == 0)
+
+
+def _longest_line(path: Path) -> int:
+    return max((len(line) for line in _read(path).split(NEWLINE)), default=0)
+
+
 def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, tuple[int, int, int]]:
     """Per file: the spans stored from it, the distinct lines that gave them, the bytes those cover.
 
@@ -221,14 +235,20 @@ def ingest(
         before = _read_lines(con, grown) if grown else {}
         batch_bytes = sum(sizes[f] for f in batch)
         with _reporting(con, progress, done, batch_bytes, total):
-            added = run(con, "ingest_spans", {"files": names, "max_line": MAX_LINE_BYTES}).fetchall()
+            added = run(con, "ingest_spans", {"files": names, "max_line": LINE_BYTES}).fetchall()
         report.spans_added += int(added[0][0]) if added else 0
         read = _read_lines(con, names)
         for f in batch:
             spans, lines, covered = read.get(str(f), (0, 0, 0))
             spans -= before.get(str(f), (0, 0, 0))[0]
             bad = 0
-            if covered not in (sizes[f], sizes[f] + 1) and not (sizes[f] == 0 and lines == 0):
+            if not _whole(sizes[f], lines, covered) and (longest := _longest_line(f)) > LINE_BYTES:
+                limit = min(longest + 1, MAX_LINE_BYTES)  # long lines: this file again, on its own
+                again = run(con, "ingest_spans", {"files": [str(f)], "max_line": limit}).fetchall()
+                report.spans_added += int(again[0][0]) if again else 0
+                spans, lines, covered = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))
+                spans -= before.get(str(f), (0, 0, 0))[0]
+            if not _whole(sizes[f], lines, covered):
                 lines = _line_count(f)  # some line gave no span: find and name each bad one
                 found = _diagnose(f)
                 report.problems.extend(found)

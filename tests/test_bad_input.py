@@ -108,7 +108,8 @@ def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatc
 
     good = _good_traces(tmp_path)
     first, second = good.read_bytes().split(b"\n")[:2]
-    monkeypatch.setattr(_ingest, "MAX_LINE_BYTES", len(first) + 10)  # the second trace line is made longer
+    monkeypatch.setattr(_ingest, "LINE_BYTES", len(first) + 10)  # the second trace line is made longer
+    monkeypatch.setattr(_ingest, "MAX_LINE_BYTES", len(first) + 10)
     doc = json.loads(second)
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] = "x" * (len(first) + 100)
     f = tmp_path / "long.jsonl"
@@ -117,6 +118,28 @@ def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatc
     assert [p.split(": ")[0] for p in result.problems()] == [f"{f}:line 2"]
     assert f"longer than the {len(first) + 10:,} citeline reads; line skipped" in result.problems()[0]
     assert result.cases.height == 1  # line 1 is still analyzed
+
+
+def test_a_file_with_lines_longer_than_the_batch_reads_is_read_again_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.analyzer import _ingest
+
+    good = _good_traces(tmp_path)
+    first, second = good.read_bytes().split(b"\n")[:2]
+    monkeypatch.setattr(_ingest, "LINE_BYTES", min(len(first), len(second)) - 10)  # both too long for the batch
+    f = tmp_path / "collector-like.jsonl"
+    f.write_bytes(first + b"\n" + second + b"\n")
+    result = analyze(tmp_path / "s.duckdb", gold=gold_path(), traces=[f])
+    assert result.problems() == []
+    assert sorted(result.cases["case_id"].to_list()) == ["returns-window", "shipping-cost"]
+    n_spans = sum(len(json.loads(x)["resourceSpans"][0]["scopeSpans"][0]["spans"]) for x in (first, second))
+    assert result.ingest.spans_added == n_spans
+    con = duckdb.connect(str(tmp_path / "s.duckdb"))
+    try:
+        assert con.execute("SELECT lines, spans_added, skipped FROM ingested_files").fetchall() == [(2, n_spans, 0)]
+    finally:
+        con.close()
 
 
 def test_a_file_that_grew_is_read_again_and_adds_only_new_spans(tmp_path: Path) -> None:
