@@ -139,6 +139,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000, help="synthetic traces (default 100,000)")
     parser.add_argument("--baseline-n", type=int, default=20_000, help="traces the Python baseline reads")
     parser.add_argument("--workdir", help="keep generated files here (default: a temp dir)")
+    parser.add_argument(
+        "--content",
+        action="store_true",
+        help="traces also carry chunk text and OpenInference documents, as record_content=True writes them",
+    )
     args = parser.parse_args()
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-bench-"))
@@ -148,7 +153,7 @@ def main() -> None:
 
     if not traces.exists():
         t = time.perf_counter()
-        size = synth.write_traces(traces, args.n)
+        size = synth.write_traces(traces, args.n, content=args.content)
         synth.gold(gold)
         print(f"generated {args.n:,} traces, {size / 1e6:,.0f} MB of OTLP/JSON in {time.perf_counter() - t:.0f} s")
     db.unlink(missing_ok=True)

@@ -97,7 +97,15 @@ def gold(path: Path) -> None:
     path.write_bytes(orjson.dumps({"corpus": corpus, "cases": cases}))
 
 
-def trace_line(i: int, rng: random.Random) -> bytes:
+FILLER = (
+    " The rest of the section sets out how to prove the purchase, which items are excluded, how refunds"
+    " are paid and who to contact when a store refuses a return that this policy allows."
+) * 4  # with the sentence above, ~760 characters: a typical retrieval chunk
+
+
+def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
+    """One trace; ``content`` adds what ``record_content=True`` (the default) also writes: every
+    chunk's text and the OpenInference documents (id, score, content, metadata) per chunk."""
     plan = case_plan(i % CASES)
     d = plan["doc"]
     fault = plan["fault"]
@@ -160,6 +168,20 @@ def trace_line(i: int, rng: random.Random) -> bytes:
             _kv("citeline.chunks.score", _darr([round(1 / (k + 1), 4) for k in range(len(parts))])),
         ]
 
+    def content_attrs(parts: list[tuple[int, int]], prefix: str) -> list[dict[str, Any]]:
+        if not content:
+            return []
+        texts = [chunk_text(a, b) + FILLER for a, b in parts]
+        out = [_kv("citeline.chunks.text", _arr(texts))]
+        for k, ((a, b), text) in enumerate(zip(parts, texts, strict=True)):
+            out += [
+                _kv(f"{prefix}.{k}.document.id", _sv(chunk_id(a, b))),
+                _kv(f"{prefix}.{k}.document.score", {"doubleValue": round(1 / (k + 1), 4)}),
+                _kv(f"{prefix}.{k}.document.content", _sv(text)),
+                _kv(f"{prefix}.{k}.document.metadata", _sv(f'{{"doc_id": "doc{a}", "version": "v2"}}')),
+            ]
+        return out
+
     question = f"What is the return window of policy {d} (case {i % CASES})?"
     spans = [
         span(
@@ -180,7 +202,11 @@ def trace_line(i: int, rng: random.Random) -> bytes:
             1,
             "search",
             "retrieval",
-            [_kv("openinference.span.kind", _sv("RETRIEVER")), *chunk_attrs(retrieved)],
+            [
+                _kv("openinference.span.kind", _sv("RETRIEVER")),
+                *chunk_attrs(retrieved),
+                *content_attrs(retrieved, "retrieval.documents"),
+            ],
             sid[0],
         ),
         span(
@@ -191,6 +217,7 @@ def trace_line(i: int, rng: random.Random) -> bytes:
                 _kv("openinference.span.kind", _sv("RERANKER")),
                 *chunk_attrs(context),
                 _kv("citeline.chunks.label", _arr(list(label_of.values()))),
+                *content_attrs(context, "reranker.output_documents"),
             ],
             sid[0],
         ),
@@ -254,7 +281,7 @@ def trace_line(i: int, rng: random.Random) -> bytes:
     return orjson.dumps(req) + b"\n"
 
 
-def write_traces(directory: Path, n: int, *, per_file: int = 5_000, seed: int = 7) -> int:
+def write_traces(directory: Path, n: int, *, per_file: int = 5_000, seed: int = 7, content: bool = False) -> int:
     """Write ``n`` traces into ``directory``; returns the bytes written."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -262,7 +289,7 @@ def write_traces(directory: Path, n: int, *, per_file: int = 5_000, seed: int = 
     for start in range(0, n, per_file):
         path = directory / f"synthetic-{start // per_file:05d}.jsonl"
         with open(path, "wb") as f:
-            buf = [trace_line(i, rng) for i in range(start, min(n, start + per_file))]
+            buf = [trace_line(i, rng, content=content) for i in range(start, min(n, start + per_file))]
             data = b"".join(buf)
             f.write(data)
             total += len(data)
@@ -273,6 +300,6 @@ if __name__ == "__main__":
     import sys
 
     out = Path(sys.argv[1])
-    size = write_traces(out / "traces", int(sys.argv[2]))
+    size = write_traces(out / "traces", int(sys.argv[2]), content="--content" in sys.argv[3:])
     gold(out / "gold.json")
     print(f"{size / 1e6:.1f} MB in {out}/traces, gold in {out}/gold.json ({os.cpu_count()} cores)")
