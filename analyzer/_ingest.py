@@ -243,21 +243,7 @@ def ingest(
         report.spans_added += int(added[0][0]) if added else 0
         read = _read_lines(con, names)
         for f in batch:
-            spans, lines, covered = read.get(str(f), (0, 0, 0))
-            spans -= before.get(str(f), (0, 0, 0))[0]
-            bad = 0
-            if not _whole(sizes[f], lines, covered) and (longest := _longest_line(f)) > LINE_BYTES:
-                limit = min(longest + 1, MAX_LINE_BYTES)  # long lines: this file again, on its own
-                again = run(con, "ingest_spans", {"files": [str(f)], "max_line": limit}).fetchall()
-                report.spans_added += int(again[0][0]) if again else 0
-                spans, lines, covered = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))
-                spans -= before.get(str(f), (0, 0, 0))[0]
-            if not _whole(sizes[f], lines, covered):
-                lines = _line_count(f)  # some line gave no span: find and name each bad one
-                found = _diagnose(f)
-                report.problems.extend(found)
-                report.skipped += len(found)
-                bad = len(found)
+            lines, spans, bad = _settle(con, f, sizes[f], read, before, report)
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
                 [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
@@ -271,6 +257,33 @@ def ingest(
         if progress:
             progress(done, total)
     return report
+
+
+def _settle(
+    con: duckdb.DuckDBPyConnection,
+    f: Path,
+    size: int,
+    read: dict[str, tuple[int, int, int]],
+    before: dict[str, tuple[int, int, int]],
+    report: IngestReport,
+) -> tuple[int, int, int]:
+    """After a batch: was ``f`` read whole? If not, read its long lines or name its bad ones.
+
+    Returns the file's lines, the spans this ingest added from it, and the lines skipped.
+    """
+    spans, lines, covered = read.get(str(f), (0, 0, 0))
+    if not _whole(size, lines, covered) and (longest := _longest_line(f)) > LINE_BYTES:
+        limit = min(longest + 1, MAX_LINE_BYTES)  # long lines: this file again, on its own
+        again = run(con, "ingest_spans", {"files": [str(f)], "max_line": limit}).fetchall()
+        report.spans_added += int(again[0][0]) if again else 0
+        spans, lines, covered = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))
+    spans -= before.get(str(f), (0, 0, 0))[0]
+    if _whole(size, lines, covered):
+        return lines, spans, 0
+    found = _diagnose(f)  # some line gave no span: name each bad one
+    report.problems.extend(found)
+    report.skipped += len(found)
+    return _line_count(f), spans, len(found)
 
 
 def _line_of(path: str, span_id: str) -> str:
