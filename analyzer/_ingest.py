@@ -80,24 +80,15 @@ def _read(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def _line_count(path: Path) -> int:
-    """Lines in a file by a byte scan (blank lines count; _diagnose sorts that out when it matters)."""
-    if path.suffix == ".gz":
-        data = _read(path)
-        return data.count(NEWLINE) + (1 if data and not data.endswith(NEWLINE) else 0)
-    n = 0
-    last = b""
-    with open(path, "rb") as f:
-        while block := f.read(1 << 24):
-            n += block.count(NEWLINE)
-            last = block
-    return n + (1 if last and not last.endswith(NEWLINE) else 0)
+def _line_count(data: bytes) -> int:
+    """Lines in a file's bytes (blank lines count; _diagnose sorts that out when it matters)."""
+    return data.count(NEWLINE) + (1 if data and not data.endswith(NEWLINE) else 0)
 
 
-def _diagnose(path: Path) -> list[Problem]:
-    """Name every line DuckDB could not read: truncated JSON, binary junk, wrong shape."""
+def _diagnose(path: Path, lines: list[bytes]) -> list[Problem]:
+    """Name every line of ``path`` DuckDB could not read: truncated JSON, binary junk, wrong shape."""
     problems: list[Problem] = []
-    for n, line in enumerate(_read(path).split(b"\n"), start=1):
+    for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         if len(line) > MAX_LINE_BYTES:
@@ -140,10 +131,6 @@ def _not_utf8(line: bytes) -> bool:
 def _whole(size: int, lines: int, covered: int) -> bool:
     """Did the lines that gave spans cover the file (each line plus its newline)?"""
     return covered in (size, size + 1) or (size == 0 and lines == 0)
-
-
-def _longest_line(path: Path) -> int:
-    return max((len(line) for line in _read(path).split(NEWLINE)), default=0)
 
 
 def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, tuple[int, int, int]]:
@@ -272,18 +259,22 @@ def _settle(
     Returns the file's lines, the spans this ingest added from it, and the lines skipped.
     """
     spans, lines, covered = read.get(str(f), (0, 0, 0))
-    if not _whole(size, lines, covered) and (longest := _longest_line(f)) > LINE_BYTES:
-        limit = min(longest + 1, MAX_LINE_BYTES)  # long lines: this file again, on its own
+    earlier = before.get(str(f), (0, 0, 0))[0]  # spans stored from an earlier, shorter version
+    if _whole(size, lines, covered):
+        return lines, spans - earlier, 0
+    data = _read(f)  # the slow path: the file once, for both checks below
+    split = data.split(NEWLINE)
+    if (longest := max(map(len, split), default=0)) > LINE_BYTES:  # long lines: this file again, alone
+        limit = min(longest + 1, MAX_LINE_BYTES)
         again = run(con, "ingest_spans", {"files": [str(f)], "max_line": limit}).fetchall()
         report.spans_added += int(again[0][0]) if again else 0
         spans, lines, covered = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))
-    spans -= before.get(str(f), (0, 0, 0))[0]
-    if _whole(size, lines, covered):
-        return lines, spans, 0
-    found = _diagnose(f)  # some line gave no span: name each bad one
+        if _whole(size, lines, covered):
+            return lines, spans - earlier, 0
+    found = _diagnose(f, split)  # some line gave no span: name each bad one
     report.problems.extend(found)
     report.skipped += len(found)
-    return _line_count(f), spans, len(found)
+    return _line_count(data), spans - earlier, len(found)
 
 
 def _line_of(path: str, span_id: str) -> str:
