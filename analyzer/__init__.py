@@ -6,11 +6,12 @@ result.claims      # polars DataFrame, one row per claim
 result.summary     # {bucket: count}
 """
 
-from ._analyze import DEFAULT_ABSTAIN_PHRASES, AnalysisResult, analyze
+from ._analyze import DEFAULT_ABSTAIN_PHRASES, analyze
 from ._calibrate import Agreement, calibrate
 from ._claims import Claim, markers, split_claims
 from ._gold import GoldError, GoldSet, load_gold
 from ._judge import Judge, Judgment, RulesJudge
+from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, STAGES
 
 __all__ = [

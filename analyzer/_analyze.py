@@ -14,8 +14,6 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold
 from ._ingest import IngestReport, Problem, ingest
 from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
-from ._report import span_url, trace_url
+from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, sql
 
 DEFAULT_ABSTAIN_PHRASES = (
@@ -40,101 +38,14 @@ DEFAULT_ABSTAIN_PHRASES = (
     "i don't know",
 )
 MIN_SIM = 0.3
+MIN_SHARED_SIM = 0.1
 QUOTE_SEP = "\x1f"  # joins a claim's quotes into one key (classify.sql: chr(31))
 PART_TRACES = 100_000  # traces classified at a time: keeps memory flat whatever the run's size
-_IN_SCOPE = (
-    "SELECT {what} FROM spans WHERE stage = 'request' AND ($files IS NULL OR list_contains($files, source_file))"
+# traces in the run's scope (the files it read, or the whole store)
+_TRACES_IN_SCOPE = (
+    "SELECT count(DISTINCT trace_id) FROM spans "
+    "WHERE stage = 'request' AND ($files IS NULL OR list_contains($files, source_file))"
 )
-MIN_SHARED_SIM = 0.1
-
-
-CLAIM_ORDER = "ORDER BY case_id, trace_id, gold_claim_id NULLS LAST, claim_text"
-
-
-@dataclass
-class AnalysisResult:
-    """What one run found. ``claims`` and ``cases`` are polars DataFrames read from the
-    store when first used, so a run over millions of traces costs no memory until asked."""
-
-    run_id: str
-    counts: dict[str, int]
-    ingest: IngestReport
-    gold_errors: list[GoldError] = field(default_factory=list)
-    unmatched_traces: int = 0
-    phoenix_url: str | None = None
-    db: str | None = None
-    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
-
-    @property
-    def summary(self) -> dict[str, int]:
-        """Claims per bucket, every bucket present."""
-        return dict(self.counts)
-
-    @cached_property
-    def claims(self) -> pl.DataFrame:
-        return self._frame(f"SELECT * FROM claim_results WHERE run_id = $r {CLAIM_ORDER}")
-
-    @cached_property
-    def cases(self) -> pl.DataFrame:
-        return self._frame("SELECT * FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id")
-
-    def failing(self, limit: int) -> pl.DataFrame:
-        """The first ``limit`` claims not ``ok``, in the order of ``claims``."""
-        return self._frame(
-            f"SELECT * FROM claim_results WHERE run_id = $r AND bucket <> 'ok' {CLAIM_ORDER} LIMIT {int(limit)}"
-        )
-
-    def _frame(self, query: str) -> pl.DataFrame:
-        if self.con is not None:  # the caller's connection, while it is open
-            try:
-                frame: pl.DataFrame = self.con.sql(query, params={"r": self.run_id}).pl()
-                return frame
-            except duckdb.ConnectionException:
-                pass
-        con = connect(self.db or DEFAULT_DB)
-        try:
-            frame = con.sql(query, params={"r": self.run_id}).pl()
-            return frame
-        finally:
-            con.close()
-
-    @property
-    def skipped(self) -> int:
-        return self.ingest.skipped + len(self.gold_errors)
-
-    def problems(self) -> list[str]:
-        return [str(p) for p in self.ingest.problems] + [str(e) for e in self.gold_errors]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON contract of ``citeline analyze --format json`` (DESIGN section 7)."""
-        return {
-            "run_id": self.run_id,
-            "summary": self.summary,
-            "skipped": self.skipped,
-            "problems": self.problems(),
-            "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
-            "claims": [
-                self._link(c)
-                for c in self.claims.select(
-                    "trace_id",
-                    "case_id",
-                    "gold_claim_id",
-                    "claim_text",
-                    "bucket",
-                    "stage",
-                    "flags",
-                    "reason",
-                    "span_id",
-                ).to_dicts()
-            ],
-        }
-
-    def _link(self, claim: dict[str, Any]) -> dict[str, Any]:
-        """A failing claim carries its Phoenix links when a Phoenix URL is configured."""
-        if self.phoenix_url and claim["bucket"] != "ok" and claim["span_id"]:
-            claim["span_url"] = span_url(self.phoenix_url, claim["span_id"])
-            claim["trace_url"] = trace_url(self.phoenix_url, claim["trace_id"])
-        return claim
 
 
 def _norm_question(q: str) -> str:
@@ -508,7 +419,7 @@ def analyze(
         _register(con, "t_human", human)
         files = report.paths if traces else None
         scope = {"files": files}
-        n_traces = int(con.execute(_IN_SCOPE.format(what="count(DISTINCT trace_id)"), scope).fetchall()[0][0])
+        n_traces = int(con.execute(_TRACES_IN_SCOPE, scope).fetchall()[0][0])
         parts = max(1, -(-n_traces // PART_TRACES))
         bounds = _slices(con, parts, scope)
         cached_judge = _CachedJudge(con, JUDGES[judge]())
@@ -535,8 +446,7 @@ def analyze(
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         unmatched = int(
             con.execute(
-                _IN_SCOPE.format(what="count(DISTINCT trace_id)")
-                + " AND trace_id NOT IN (SELECT trace_id FROM case_results WHERE run_id = $r)",
+                _TRACES_IN_SCOPE + " AND trace_id NOT IN (SELECT trace_id FROM case_results WHERE run_id = $r)",
                 {**scope, "r": run_id},
             ).fetchall()[0][0]
         )

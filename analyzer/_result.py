@@ -1,0 +1,103 @@
+"""The result of one ``analyze`` run, read back from the store as it is used."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ._gold import GoldError
+from ._ingest import IngestReport
+from ._report import span_url, trace_url
+from ._store import DEFAULT_DB, connect
+
+CLAIM_ORDER = "ORDER BY case_id, trace_id, gold_claim_id NULLS LAST, claim_text"
+
+
+@dataclass
+class AnalysisResult:
+    """What one run found. ``claims`` and ``cases`` are polars DataFrames read from the
+    store when first used, so a run over millions of traces costs no memory until asked."""
+
+    run_id: str
+    counts: dict[str, int]
+    ingest: IngestReport
+    gold_errors: list[GoldError] = field(default_factory=list)
+    unmatched_traces: int = 0
+    phoenix_url: str | None = None
+    db: str | None = None
+    con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """Claims per bucket, every bucket present."""
+        return dict(self.counts)
+
+    @cached_property
+    def claims(self) -> pl.DataFrame:
+        return self._frame(f"SELECT * FROM claim_results WHERE run_id = $r {CLAIM_ORDER}")
+
+    @cached_property
+    def cases(self) -> pl.DataFrame:
+        return self._frame("SELECT * FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id")
+
+    def failing(self, limit: int) -> pl.DataFrame:
+        """The first ``limit`` claims not ``ok``, in the order of ``claims``."""
+        return self._frame(
+            f"SELECT * FROM claim_results WHERE run_id = $r AND bucket <> 'ok' {CLAIM_ORDER} LIMIT {int(limit)}"
+        )
+
+    def _frame(self, query: str) -> pl.DataFrame:
+        if self.con is not None:  # the caller's connection, while it is open
+            try:
+                frame: pl.DataFrame = self.con.sql(query, params={"r": self.run_id}).pl()
+                return frame
+            except duckdb.ConnectionException:
+                pass
+        con = connect(self.db or DEFAULT_DB)
+        try:
+            frame = con.sql(query, params={"r": self.run_id}).pl()
+            return frame
+        finally:
+            con.close()
+
+    @property
+    def skipped(self) -> int:
+        return self.ingest.skipped + len(self.gold_errors)
+
+    def problems(self) -> list[str]:
+        return [str(p) for p in self.ingest.problems] + [str(e) for e in self.gold_errors]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON contract of ``citeline analyze --format json`` (DESIGN section 7)."""
+        return {
+            "run_id": self.run_id,
+            "summary": self.summary,
+            "skipped": self.skipped,
+            "problems": self.problems(),
+            "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
+            "claims": [
+                self._link(c)
+                for c in self.claims.select(
+                    "trace_id",
+                    "case_id",
+                    "gold_claim_id",
+                    "claim_text",
+                    "bucket",
+                    "stage",
+                    "flags",
+                    "reason",
+                    "span_id",
+                ).to_dicts()
+            ],
+        }
+
+    def _link(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """A failing claim carries its Phoenix links when a Phoenix URL is configured."""
+        if self.phoenix_url and claim["bucket"] != "ok" and claim["span_id"]:
+            claim["span_url"] = span_url(self.phoenix_url, claim["span_id"])
+            claim["trace_url"] = trace_url(self.phoenix_url, claim["trace_id"])
+        return claim
