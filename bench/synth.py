@@ -42,6 +42,10 @@ def chunk_id(doc: int, part: int) -> str:
     return f"doc{doc}-v2#p{part}"
 
 
+def chunk_uri(doc: int, part: int) -> str:
+    return f"https://kb.example.com/doc{doc}/v2#p{part}"
+
+
 def chunk_text(doc: int, part: int) -> str:
     return f"Policy {doc} section {part}: items may be returned within {10 + (doc + part) % 50} days."
 
@@ -67,7 +71,7 @@ def gold(path: Path) -> None:
             "doc_id": f"doc{d}",
             "version": "v2",
             "title": f"Policy {d}",
-            "uri": f"https://kb.example.com/doc{d}/v2#p{p}",
+            "uri": chunk_uri(d, p),
             "text": chunk_text(d, p),
         }
         for d in range(DOCS)
@@ -136,6 +140,7 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
         sentences.append(f"Section {p} items may be returned within {days} days{marker}.")
     answer = " ".join(sentences)
     markers = sorted({label_of[chunk_id(d, p)] for p in range(3) if chunk_id(d, p) in label_of}, key=int)
+    marker_uris = [chunk_uri(*context[int(m) - 1]) for m in markers]
 
     def span(k: int, name: str, stage: str, attrs: list[dict[str, Any]], parent: str | None) -> dict[str, Any]:
         s: dict[str, Any] = {
@@ -163,7 +168,7 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
             _kv("citeline.chunks.chunk_id", _arr(cids)),
             _kv("citeline.chunks.version", _arr(["v2"] * len(parts))),
             _kv("citeline.chunks.content_hash", _arr([_hash(chunk_text(a, b)) for a, b in parts])),
-            _kv("citeline.chunks.uri", _arr([f"https://kb.example.com/doc{a}/v2#p{b}" for a, b in parts])),
+            _kv("citeline.chunks.uri", _arr([chunk_uri(a, b) for a, b in parts])),
             _kv("citeline.chunks.title", _arr([f"Policy {a}" for a, _ in parts])),
             _kv("citeline.chunks.score", _darr([round(1 / (k + 1), 4) for k in range(len(parts))])),
         ]
@@ -247,10 +252,7 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
                 _kv("citeline.resolution.doc_id", _arr([ctx_ids[int(m) - 1].split("-")[0] for m in markers])),
                 _kv("citeline.resolution.chunk_id", _arr([ctx_ids[int(m) - 1] for m in markers])),
                 _kv("citeline.resolution.version", _arr(["v2" for _ in markers])),
-                _kv(
-                    "citeline.resolution.uri",
-                    _arr([f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}" for m in markers]),
-                ),
+                _kv("citeline.resolution.uri", _arr(marker_uris)),
             ],
             sid[0],
         ),
@@ -261,10 +263,7 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
             [
                 _kv("openinference.span.kind", _sv("CHAIN")),
                 _kv("citeline.render.label", _arr(markers)),
-                _kv(
-                    "citeline.render.uri",
-                    _arr([f"https://kb.example.com/{ctx_ids[int(m) - 1].replace('-v2#', '/v2#')}" for m in markers]),
-                ),
+                _kv("citeline.render.uri", _arr(marker_uris)),
                 _kv("citeline.render.title", _arr([f"Policy {d}" for _ in markers])),
             ],
             sid[0],
