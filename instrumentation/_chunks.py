@@ -59,6 +59,8 @@ class ChunkRecord(NamedTuple):
     title: str
     text: str
     label: str | None
+    derived_id: bool = False
+    """True when the app gave no chunk id and citeline derived one (see derived_chunk_id)."""
 
 
 def _s(value: Any) -> str:
@@ -76,8 +78,37 @@ def _score(value: Any) -> float:
         return math.nan
 
 
+#: metadata keys that name where an id-less chunk came from (loaders, splitters)
+_SOURCE_KEYS = ("source", "file_path", "file_name", "filename", "url", "uri")
+_START_KEYS = ("start_index", "start_char_idx", "split_idx_start")
+_PAGE_KEYS = ("page", "page_number", "page_label")
+
+
+def derived_chunk_id(source: str, start: Any, page: Any, digest: str) -> str:
+    """A stable id for a chunk the app gave none: where it came from, else what it says.
+
+    ``source#start=N`` when the splitter recorded an offset (unique within a
+    source); otherwise the content hash is part of the id: ``source#page=P#sha=H``,
+    ``source#sha=H``, or ``sha=H`` for a chunk with no source either.
+    """
+    if start not in (None, ""):
+        return f"{source}#start={start}"
+    parts = [source] if source else []
+    if page not in (None, ""):
+        parts.append(f"page={page}")
+    if digest:
+        parts.append(f"sha={digest}")
+    return "#".join(parts)
+
+
 def _from_fields(get: Any, text: str, meta: Mapping[str, Any] | None = None) -> ChunkRecord:
-    """Build a record from a getter over fields, with an optional metadata fallback."""
+    """Build a record from a getter over fields, with an optional metadata fallback.
+
+    Ids: an explicit chunk id wins; a chunk with a document id and nothing
+    that locates it inside the document is that whole document (chunk id =
+    doc id); anything else gets a derived id (:func:`derived_chunk_id`) and
+    ``derived_id=True``.
+    """
 
     def pick(*names: str) -> Any:
         for name in names:
@@ -90,22 +121,32 @@ def _from_fields(get: Any, text: str, meta: Mapping[str, Any] | None = None) -> 
                     return value
         return None
 
-    doc_id = _s(pick("doc_id", "document_id", "ref_doc_id"))
+    doc_id = _s(pick("doc_id", "document_id", "ref_doc_id", "source_id"))
     chunk_id = _s(pick("chunk_id", "id", "node_id", "id_"))
-    if not chunk_id:
-        chunk_id = doc_id
     explicit_hash = _s(pick("content_hash"))
+    digest = content_hash(text) if text else explicit_hash
+    derived = False
+    if not chunk_id:
+        start, page = pick(*_START_KEYS), pick(*_PAGE_KEYS)
+        if doc_id and start is None and page is None:
+            chunk_id = doc_id
+        else:
+            chunk_id = derived_chunk_id(doc_id or _s(pick(*_SOURCE_KEYS)), start, page, digest)
+            derived = True
+    if not doc_id:
+        doc_id = _s(pick(*_SOURCE_KEYS))
     label = pick("label")
     return ChunkRecord(
         doc_id=doc_id,
         chunk_id=chunk_id,
         version=_s(pick("version")),
-        content_hash=content_hash(text) if text else explicit_hash,
+        content_hash=digest,
         score=_score(pick("score")),
         uri=_s(pick("uri", "url", "source")),
         title=_s(pick("title")),
         text=text,
         label=None if label is None else _s(label),
+        derived_id=derived,
     )
 
 
@@ -114,9 +155,13 @@ def to_record(obj: Any) -> ChunkRecord:
     if isinstance(obj, ChunkRecord):
         return obj
     if isinstance(obj, Chunk):
+        if not obj.chunk_id or not obj.doc_id:
+            fields = {"doc_id": obj.doc_id, "chunk_id": obj.chunk_id, "version": obj.version, "score": obj.score}
+            fields |= {"uri": obj.uri, "title": obj.title, "label": obj.label}
+            return _from_fields(fields.get, obj.text)
         return ChunkRecord(
             doc_id=obj.doc_id,
-            chunk_id=obj.chunk_id or obj.doc_id,
+            chunk_id=obj.chunk_id,
             version=obj.version,
             content_hash=content_hash(obj.text) if obj.text else "",
             score=_score(obj.score),
@@ -142,14 +187,20 @@ def to_record(obj: Any) -> ChunkRecord:
         return rec._replace(score=_score(obj.score))
     if hasattr(obj, "get_content") and hasattr(obj, "node_id"):
         return _node_record(obj)
-    # LangChain Document: .page_content + .metadata (+ .id in recent versions)
+    # LangChain Document: .page_content + .metadata (+ .id, set by vector stores)
     if hasattr(obj, "page_content") and hasattr(obj, "metadata"):
         meta = obj.metadata if isinstance(obj.metadata, Mapping) else {}
         lc_id = getattr(obj, "id", None)
-        rec = _from_fields(lambda _name: None, _s(obj.page_content), meta)
-        if not rec.chunk_id or (rec.chunk_id == rec.doc_id and lc_id):
-            rec = rec._replace(chunk_id=_s(lc_id) or rec.chunk_id)
-        return rec
+        return _from_fields(lambda name: lc_id if name == "id" else None, _s(obj.page_content), meta)
+    # Haystack Document: .content + .meta + .id (a hash of content and meta) + .score
+    if hasattr(obj, "meta") and hasattr(obj, "content") and hasattr(obj, "id"):
+        meta = obj.meta if isinstance(obj.meta, Mapping) else {}
+        hs_id, hs_score = getattr(obj, "id", None), getattr(obj, "score", None)
+        return _from_fields(
+            lambda name: hs_id if name == "id" else hs_score if name == "score" else None,
+            _s(obj.content),
+            meta,
+        )
     if hasattr(obj, "chunk_id") or hasattr(obj, "doc_id"):
         text = _s(getattr(obj, "text", None) or getattr(obj, "content", None))
         meta = getattr(obj, "metadata", None)
@@ -170,7 +221,7 @@ def _from_dict(obj: dict[str, Any]) -> ChunkRecord:
         meta = _EMPTY
     doc_id = obj.get("doc_id")
     chunk_id = obj.get("chunk_id")
-    if doc_id is None or chunk_id is None or meta:
+    if doc_id in (None, "") or chunk_id in (None, "") or meta:
         # some field is elsewhere (metadata, aliases): take the general path
         text = _s(obj.get("text") or obj.get("page_content") or obj.get("content"))
         return _from_fields(obj.get, text, meta or None)
@@ -202,10 +253,10 @@ def _node_record(node: Any) -> ChunkRecord:
         text = _s(node.get_content())
     except Exception:  # noqa: BLE001 - a node without content is still a chunk
         text = _s(getattr(node, "text", ""))
-    node_id = _s(getattr(node, "node_id", None) or getattr(node, "id_", None))
-    ref_doc = _s(getattr(node, "ref_doc_id", None))
-    rec = _from_fields(lambda _name: None, text, meta)
-    return rec._replace(chunk_id=_s(meta.get("chunk_id")) or node_id or rec.chunk_id, doc_id=rec.doc_id or ref_doc)
+    node_id = getattr(node, "node_id", None) or getattr(node, "id_", None)
+    ref_doc = getattr(node, "ref_doc_id", None)
+    fields = {"id": node_id, "ref_doc_id": ref_doc, "start_char_idx": getattr(node, "start_char_idx", None)}
+    return _from_fields(fields.get, text, meta)
 
 
 def chunk_items(value: Any) -> list[Any]:
@@ -247,6 +298,8 @@ class Columns:
     title: list[str]
     text: list[str]
     label: list[str | None]
+    derived_ids: int = 0
+    """How many chunk ids citeline derived because the app gave none."""
 
     def __len__(self) -> int:
         return len(self.chunk_id)
@@ -258,7 +311,7 @@ def _str_col(values: list[Any]) -> list[str]:
 
 def _plain_dicts(items: list[Any]) -> bool:
     for c in items:
-        if type(c) is not dict or "metadata" in c or c.get("doc_id") is None or c.get("chunk_id") is None:
+        if type(c) is not dict or "metadata" in c or c.get("doc_id") in (None, "") or c.get("chunk_id") in (None, ""):
             return False
     return True
 
@@ -297,4 +350,5 @@ def to_columns(value: Any) -> Columns:
         title=[r.title for r in recs],
         text=[r.text for r in recs],
         label=[r.label for r in recs],
+        derived_ids=sum(r.derived_id for r in recs),
     )

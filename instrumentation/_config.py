@@ -6,7 +6,10 @@ on the decorators degrade quietly.
 
 from __future__ import annotations
 
+import inspect
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +20,14 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _guard
+from . import _keys as K
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
 
 SCOPE_NAME = "citeline"
 SCOPE_VERSION = "0.1.0"
 DEFAULT_TRACE_DIR = "traces"
 DEFAULT_SPAN_ATTRIBUTES = 128
+DEFAULT_SHUTDOWN_TIMEOUT = 5.0
 
 
 @dataclass
@@ -30,6 +35,7 @@ class _Settings:
     tracer: trace.Tracer | None = None
     record_content: bool = True
     max_attributes: int = DEFAULT_SPAN_ATTRIBUTES
+    service_name: str | None = None
     handle: Citeline | None = None
 
 
@@ -52,7 +58,11 @@ class Citeline:
         return all(p.force_flush(timeout_millis) for p in self.processors)
 
     def shutdown(self) -> None:
-        """Flush and stop citeline's exporters (and the provider, if citeline made it)."""
+        """Flush and stop citeline's exporters, each within ``shutdown_timeout`` seconds.
+
+        A stuck OTLP endpoint cannot hold the app's exit: what is not sent by
+        then is given up and said so in the log.
+        """
         for p in self.processors:
             try:
                 p.shutdown()
@@ -70,6 +80,65 @@ class Citeline:
             if isinstance(p, TraceFileProcessor):
                 return p.exporter.paths
         return []
+
+
+class BoundedProcessor(SpanProcessor):
+    """A span processor whose shutdown and flush give up after ``timeout`` seconds.
+
+    The inner processor's shutdown runs in a daemon thread; when it is not done
+    by the deadline the app moves on (the thread dies with the process). The
+    request path (``on_start``/``on_end``) is the inner processor's, untouched.
+    """
+
+    def __init__(self, inner: SpanProcessor, timeout: float, what: str) -> None:
+        self.inner = inner
+        self.timeout = timeout
+        self.what = what
+        self._done = False
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.inner.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: Any) -> None:
+        self.inner.on_end(span)
+
+    def _bounded(self, action: str, fn: Any, timeout: float) -> bool:
+        result: list[Any] = []
+        worker = threading.Thread(target=lambda: result.append(fn()), name=f"citeline-{action}", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            _guard.log.warning(
+                "citeline: %s of the %s did not finish within %.1f s; giving up on what it still "
+                "holds so the app is not kept waiting (configure(shutdown_timeout=...) sets the bound)",
+                action,
+                self.what,
+                time.monotonic() - started,
+            )
+            return False
+        return bool(result[0]) if result else True
+
+    def shutdown(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._bounded("shutdown", self.inner.shutdown, self.timeout)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._bounded("flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
+
+
+def _add_processor(provider: Any, processor: SpanProcessor) -> None:
+    """Add without replacing: Phoenix's provider swaps out its own exporter unless told not to."""
+    try:
+        params = inspect.signature(provider.add_span_processor).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    if "replace_default_processor" in params:
+        provider.add_span_processor(processor, replace_default_processor=False)
+    else:
+        provider.add_span_processor(processor)
 
 
 def _env_endpoint() -> str | None:
@@ -98,6 +167,7 @@ def configure(
     tracer_provider: TracerProvider | None = None,
     max_file_bytes: int = DEFAULT_MAX_BYTES,
     export_timeout: float = 5.0,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
 ) -> Citeline:
     """Send citeline spans to trace files, an OTLP endpoint, or both.
 
@@ -119,6 +189,8 @@ def configure(
         )
     if max_file_bytes <= 0:
         raise ValueError("configure(max_file_bytes=...) must be a positive number of bytes")
+    if not shutdown_timeout > 0:
+        raise ValueError("configure(shutdown_timeout=...) must be a positive number of seconds, e.g. 5")
     if trace_dir is None and otlp_endpoint is None:
         otlp_endpoint = _env_endpoint()
         if otlp_endpoint is None:
@@ -157,10 +229,11 @@ def configure(
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         otlp = OTLPSpanExporter(endpoint=otlp_endpoint, headers=headers, timeout=export_timeout)
-        handle.processors.append(BatchSpanProcessor(otlp, max_queue_size=65536))
+        batch = BatchSpanProcessor(otlp, max_queue_size=65536)
+        handle.processors.append(BoundedProcessor(batch, shutdown_timeout, f"OTLP exporter to {otlp_endpoint}"))
     if hasattr(provider, "add_span_processor"):
         for p in handle.processors:
-            provider.add_span_processor(p)
+            _add_processor(provider, p)
     elif handle.processors:
         _guard.log.warning(
             "citeline: the tracer provider %s takes no span processors; citeline's exporters "
@@ -169,10 +242,21 @@ def configure(
         )
     if owns and tracer_provider is None:
         trace.set_tracer_provider(provider)
+    if not owns and service_name:
+        kept = getattr(getattr(provider, "resource", None), "attributes", {}).get("service.name")
+        if kept != service_name:
+            _guard.log.warning(
+                "citeline: joined the app's tracer provider, whose resource (service.name=%r) cannot change; "
+                "service_name=%r is recorded on each request span as %s instead",
+                kept,
+                service_name,
+                K.CL_SERVICE,
+            )
 
     _settings.tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     _settings.record_content = record_content
     _settings.max_attributes = _span_attribute_limit(provider)
+    _settings.service_name = service_name or os.environ.get("OTEL_SERVICE_NAME") or None
     _settings.handle = handle
     return handle
 
@@ -189,6 +273,11 @@ def current_tracer() -> trace.Tracer | None:
     _settings.tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     _settings.max_attributes = _span_attribute_limit(provider)
     return _settings.tracer
+
+
+def service_name() -> str | None:
+    """The service name given to configure() (or OTEL_SERVICE_NAME), for the request span."""
+    return _settings.service_name
 
 
 def record_content() -> bool:

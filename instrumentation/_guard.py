@@ -42,3 +42,16 @@ def report(where: str, exc: BaseException, *, user_hook: bool = False) -> None:
         )
     else:
         log.debug("citeline: %s failed again: %r", where, exc)
+
+
+def warn_once(key: str, message: str) -> None:
+    """Log a warning about how the app is wired, once per process for each ``key``.
+
+    For things the app can fix (a chunk without an id, a prompt with no chunks
+    to look for), never raised, not even under ``CITELINE_STRICT``.
+    """
+    with _lock:
+        first = ("warn", key) not in _seen
+        _seen.add(("warn", key))
+    if first:
+        log.warning(message)

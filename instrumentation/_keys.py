@@ -31,6 +31,8 @@ CL_PRINCIPAL_GROUPS: Final = "citeline.request.principal.groups"
 """Groups of the principal (string array), matched against chunk ACLs."""
 CL_AS_OF: Final = "citeline.request.as_of"
 """ISO date the answer must hold for."""
+CL_SERVICE: Final = "citeline.request.service"
+"""The service_name given to configure(): a joined provider keeps its own resource."""
 
 # --- citeline schema: chunk arrays (retrieval and context spans) -----------------
 CL_CHUNK_COUNT: Final = "citeline.chunks.count"
@@ -53,6 +55,12 @@ CL_CHUNK_LABEL: Final = "citeline.chunks.label"
 """Context only: the label the model saw for each chunk (string array)."""
 CL_CHUNK_TEXT: Final = "citeline.chunks.text"
 """Text of each chunk (string array); only when record_content is on."""
+CL_DERIVED_IDS: Final = "citeline.chunks.derived_ids"
+"""How many chunk ids citeline derived (source, offset, content hash) because the app gave none."""
+CL_CONTEXT_FROM: Final = "citeline.context.chunks_from"
+"""Context only, when the step returned a prompt: 'arguments' or 'retrieval' (where the chunks looked for came from)."""
+CL_CONTEXT_CANDIDATES: Final = "citeline.context.candidates"
+"""Context only, when the step returned a prompt: how many chunks were looked for in it."""
 
 # --- citeline schema: generation span ------------------------------------------
 CL_ANSWER: Final = "citeline.generation.answer"

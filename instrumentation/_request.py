@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from contextvars import Token
 from datetime import date, datetime
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -24,6 +24,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from . import _config, _guard
 from . import _keys as K
 from ._stages import RequestState, current_request, first_text_arg
+from ._streams import wrap_async_generator, wrap_generator
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,32 +69,37 @@ class RequestScope:
         self.as_of = as_of
         self.name = name
         self.span: Span | None = None
+        self.state: RequestState | None = None
         self._state_token: Token[RequestState | None] | None = None
         self._ctx_token: Token[Context] | None = None
 
     # --- context manager -------------------------------------------------------
     def __enter__(self) -> RequestScope:
-        self._start()
+        self._open()
+        self.enter()
         return self
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self._end(exc)
+        self.leave()
+        self._close(exc)
 
     async def __aenter__(self) -> RequestScope:
-        self._start()
-        return self
+        return self.__enter__()
 
     async def __aexit__(
         self, et: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._end(exc)
+        self.__exit__(et, exc, tb)
 
-    def _start(self) -> None:
+    # --- lifecycle: opened once, current only while the request's code runs ------------
+    # A generator request (see _streams) is current between its resumes only, so a
+    # second request in the same thread never joins its trace.
+    def _open(self) -> None:
         tracer = _config.current_tracer()
         if tracer is None:
             return
         try:
-            self._state_token = current_request.set(RequestState())
+            self.state = RequestState()
             pid, groups = _principal(self.principal)
             attrs: dict[str, Any] = {
                 K.OI_SPAN_KIND: K.KIND_CHAIN,
@@ -102,6 +108,9 @@ class RequestScope:
                 K.CL_QUESTION: self.question or "",
                 K.CL_PRINCIPAL_GROUPS: groups,
             }
+            service = _config.service_name()
+            if service:
+                attrs[K.CL_SERVICE] = service
             if self.question:
                 attrs[K.OI_INPUT_VALUE] = self.question
                 attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
@@ -114,23 +123,45 @@ class RequestScope:
             if as_of:
                 attrs[K.CL_AS_OF] = as_of
             self.span = tracer.start_span(self.name, attributes=attrs)
-            self._ctx_token = otel_context.attach(trace.set_span_in_context(self.span))
         except Exception as err:  # noqa: BLE001
             _guard.report("starting the request span", err)
 
-    def _end(self, exc: BaseException | None) -> None:
+    def enter(self) -> None:
+        """Make this request current (its span and label map) in this thread or task."""
+        if self.span is None or self.state is None:
+            return
+        try:
+            self._state_token = current_request.set(self.state)
+            self._ctx_token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as err:  # noqa: BLE001
+            _guard.report("entering the request span", err)
+
+    def leave(self) -> None:
+        """Undo :meth:`enter`."""
         try:
             if self._ctx_token is not None:
                 otel_context.detach(self._ctx_token)
                 self._ctx_token = None
+            if self._state_token is not None:
+                current_request.reset(self._state_token)
+                self._state_token = None
+        except Exception as err:  # noqa: BLE001
+            _guard.report("leaving the request span", err)
+
+    def item(self, value: Any) -> None:
+        """A request's stream items are the app's business; nothing is recorded."""
+
+    def end(self, exc: BaseException | None) -> None:
+        """End of a generator request: returned, closed (``GeneratorExit``: not an error) or failed."""
+        self._close(None if isinstance(exc, GeneratorExit) else exc)
+
+    def _close(self, exc: BaseException | None) -> None:
+        try:
             if self.span is not None:
                 if exc is not None:
                     self.span.record_exception(exc)
                     self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
                 self.span.end()
-            if self._state_token is not None:
-                current_request.reset(self._state_token)
-                self._state_token = None
         except Exception as err:  # noqa: BLE001
             _guard.report("ending the request span", err)
 
@@ -152,24 +183,16 @@ class RequestScope:
             name=self.name,
         )
 
+    def _hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> RequestScope | None:
+        scope = self._for_call(args, kwargs)
+        scope._open()
+        return scope if scope.span is not None else None
+
     def __call__(self, fn: F) -> F:
         if inspect.isasyncgenfunction(fn):
-
-            @functools.wraps(fn)
-            async def agen(*args: Any, **kwargs: Any) -> Any:
-                async with self._for_call(args, kwargs):
-                    async for item in fn(*args, **kwargs):
-                        yield item
-
-            return agen  # type: ignore[return-value]
+            return cast(F, wrap_async_generator(fn, self._hooks))
         if inspect.isgeneratorfunction(fn):
-
-            @functools.wraps(fn)
-            def gen(*args: Any, **kwargs: Any) -> Any:
-                with self._for_call(args, kwargs):
-                    return (yield from fn(*args, **kwargs))
-
-            return gen  # type: ignore[return-value]
+            return cast(F, wrap_generator(fn, self._hooks))
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)

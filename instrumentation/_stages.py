@@ -18,6 +18,7 @@ from typing import Any
 from . import _keys as K
 from ._chunks import Columns, chunk_items
 from ._otlp_json import dumps
+from ._prompt import chunks_in_arguments, chunks_in_prompt
 
 #: attribute slots kept free for the host's own or auto-instrumentation attributes
 _RESERVED_SLOTS = 8
@@ -28,6 +29,8 @@ _DISPLAY_LIMIT = 8000
 class RequestState:
     """Per-request memory shared by the stages of one request: the label map in force."""
 
+    retrieved: Columns | None = None
+    """The last retrieval's chunks: what a context step that returns only a prompt chose from."""
     labels: list[str] = field(default_factory=list)
     chunk_ids: list[str] = field(default_factory=list)
     doc_ids: list[str] = field(default_factory=list)
@@ -87,6 +90,8 @@ def _chunk_arrays(cols: Columns, *, content: bool) -> dict[str, Any]:
         attrs[K.CL_CHUNK_SCORE] = scores
     if content:
         attrs[K.CL_CHUNK_TEXT] = cols.text
+    if cols.derived_ids:
+        attrs[K.CL_DERIVED_IDS] = cols.derived_ids
     return attrs
 
 
@@ -99,14 +104,22 @@ def _documents(prefix: str, cols: Columns, budget: int, *, content: bool) -> tup
         base = f"{prefix}.{i}."
         score = cols.score[i]
         attrs[base + K.OI_DOC_ID] = cols.chunk_id[i]
-        attrs[base + K.OI_DOC_SCORE] = score if not math.isnan(score) else 0.0
-        meta = {"doc_id": cols.doc_id[i], "version": cols.version[i], "content_hash": cols.content_hash[i]}
-        if cols.uri[i]:
-            meta["uri"] = cols.uri[i]
-        if cols.title[i]:
-            meta["title"] = cols.title[i]
-        attrs[base + K.OI_DOC_METADATA] = dumps(meta).decode()
-        if content:
+        if not math.isnan(score):  # unknown is absent: Phoenix would show "score 0"
+            attrs[base + K.OI_DOC_SCORE] = score
+        meta = {
+            name: value
+            for name, value in (
+                ("doc_id", cols.doc_id[i]),
+                ("version", cols.version[i]),
+                ("content_hash", cols.content_hash[i]),
+                ("uri", cols.uri[i]),
+                ("title", cols.title[i]),
+            )
+            if value
+        }
+        if meta:
+            attrs[base + K.OI_DOC_METADATA] = dumps(meta).decode()
+        if content and cols.text[i]:
             attrs[base + K.OI_DOC_CONTENT] = cols.text[i]
     return attrs, len(cols) - fit
 
@@ -163,7 +176,32 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
 
 def retrieval_attributes(chunks: Columns, limit: int, content: bool) -> dict[str, Any]:
     """Retrieved chunks: OpenInference documents + citeline arrays."""
+    request_state().retrieved = chunks
     return _with_documents({}, K.OI_RETRIEVAL_DOCUMENTS, chunks, _chunk_arrays(chunks, content=content), limit, content)
+
+
+def context_from_prompt(
+    prompt: str, args: Sequence[Any], kwargs: Mapping[str, Any], limit: int, content: bool
+) -> dict[str, Any]:
+    """A context step that returned only its prompt: which handed-in chunks the prompt holds.
+
+    Candidates are the chunks in the step's arguments, else the request's last
+    retrieval. Raises LookupError when there is nothing to look for (the span
+    then records an adapter error instead of an empty context).
+    """
+    candidates, source = chunks_in_arguments(args, kwargs), "arguments"
+    if candidates is None:
+        candidates, source = request_state().retrieved, "retrieval"
+    if candidates is None:
+        raise LookupError(
+            "the context step returned a prompt, and no chunks were passed to it or retrieved "
+            "earlier in this request; pass @context_assembly(to_chunks=...) to name them"
+        )
+    found = chunks_in_prompt(prompt, candidates)
+    attrs = context_attributes(found, limit, content, prompt)
+    attrs[K.CL_CONTEXT_FROM] = source
+    attrs[K.CL_CONTEXT_CANDIDATES] = len(candidates)
+    return attrs
 
 
 def context_attributes(chunks: Columns, limit: int, content: bool, prompt: str | None) -> dict[str, Any]:

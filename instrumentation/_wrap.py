@@ -1,16 +1,17 @@
 """The stage decorators: one span per call, the right wrapper per function kind.
 
 The wrapper is chosen once, at decoration time: sync, async, generator or
-async generator. Our work around the user's call is guarded (logged once,
-swallowed); the user's own exceptions are recorded on the span and re-raised
-unchanged.
+async generator (the last two in ``_streams``, which forward ``send``,
+``throw`` and ``close`` exactly as ``yield from`` would). Our work around the
+user's call is guarded (logged once, swallowed); the user's own exceptions
+are recorded on the span and re-raised unchanged.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import Token
 from typing import Any, Protocol, TypeVar, cast, overload
 
@@ -23,21 +24,54 @@ from . import _config, _guard
 from . import _keys as K
 from . import _stages as S
 from ._chunks import to_columns
+from ._prompt import prompt_text
+from ._streams import wrap_async_generator, wrap_generator
 
 
 class _Call:
-    """One decorated call: its span and how to close it."""
+    """One decorated call: its span, how to close it, and (for streams) what it produced."""
 
-    __slots__ = ("span", "stage", "to_chunks")
+    __slots__ = ("args", "items", "kwargs", "name", "span", "stage", "to_chunks", "token")
 
-    def __init__(self, stage: str, span: Span, to_chunks: Any) -> None:
+    def __init__(
+        self, stage: str, name: str, span: Span, to_chunks: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> None:
         self.stage = stage
+        self.name = name
         self.span = span
         self.to_chunks = to_chunks
+        # a context step that returns only a prompt is read against the chunks handed to it
+        self.args = args if stage == "context" else ()
+        self.kwargs = kwargs if stage == "context" else {}
+        self.items: list[Any] = []
+        self.token: Token[Context] | None = None
 
-    def attach(self) -> Token[Context]:
-        return otel_context.attach(trace.set_span_in_context(self.span))
+    # --- stream hooks (see _streams.Hooks) -----------------------------------------
+    def enter(self) -> None:
+        try:
+            self.token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as err:  # noqa: BLE001
+            _guard.report(f"entering the {self.stage} span", err)
 
+    def leave(self) -> None:
+        token, self.token = self.token, None
+        if token is not None:
+            try:
+                otel_context.detach(token)
+            except Exception as err:  # noqa: BLE001
+                _guard.report(f"leaving the {self.stage} span", err)
+
+    def item(self, value: Any) -> None:
+        self.items.append(value)
+
+    def end(self, exc: BaseException | None) -> None:
+        # a stream that failed records no output: the user saw an error, not its partial answer
+        if exc is None or isinstance(exc, GeneratorExit):
+            self.finish(_join_stream(self.stage, self.items))
+        else:
+            self.fail(exc)
+
+    # --- ending the span -------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
         try:
             self.span.record_exception(exc)
@@ -52,6 +86,9 @@ class _Call:
         except _HookError as err:
             self.span.set_attribute(K.CL_ADAPTER_ERROR, f"{type(err.__cause__).__name__}: {err.__cause__}")
             _guard.report(f"{self.stage} to_chunks hook", err.__cause__ or err, user_hook=True)
+        except LookupError as err:  # a prompt with nothing to look for: loud on the span and in the log
+            self.span.set_attribute(K.CL_ADAPTER_ERROR, str(err))
+            _guard.warn_once(f"{self.stage}:{self.name}:prompt", f"citeline: {self.stage} step {self.name!r}: {err}")
         except Exception as err:  # noqa: BLE001 - an odd return value must not break the app
             try:
                 self.span.set_attribute(K.CL_ADAPTER_ERROR, f"{type(err).__name__}: {err}")
@@ -71,7 +108,19 @@ class _Call:
                     result = self.to_chunks(result)
                 except Exception as err:
                     raise _HookError from err
+            elif stage == "context":
+                prompt = prompt_text(result)
+                if prompt is not None:
+                    return S.context_from_prompt(prompt, self.args, self.kwargs, limit, content)
             chunks = to_columns(result)
+            if chunks.derived_ids:
+                _guard.warn_once(
+                    f"{stage}:{self.name}:ids",
+                    f"citeline: {stage} step {self.name!r} returned {chunks.derived_ids} chunk(s) without an id; "
+                    "citeline recorded ids derived from source, offset and content hash. Give each chunk a "
+                    "'chunk_id' (e.g. in Document.metadata) or pass to_chunks= to the decorator for ids that "
+                    "match your gold set.",
+                )
             if stage == "retrieval":
                 return S.retrieval_attributes(chunks, limit, content)
             prompt = S.text_of(result) if not isinstance(result, list | tuple) else None
@@ -94,19 +143,21 @@ def _begin(stage: str, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
     try:
         attrs = S.start_attributes(stage, args, kwargs, _config.record_content())
         span = tracer.start_span(name, attributes=attrs)
-        return _Call(stage, span, to_chunks)
+        return _Call(stage, name, span, to_chunks, args, kwargs)
     except Exception as err:  # noqa: BLE001
         _guard.report(f"starting the {stage} span", err)
         return None
 
 
 def _join_stream(stage: str, items: list[Any]) -> Any:
-    """What a generator stage produced, as if it had returned it."""
+    """What a generator stage produced, as if it had returned it (None: nothing yet)."""
+    if not items:
+        return None
     if stage != "generation":
         return items
-    if items and all(isinstance(x, str) for x in items):
+    if all(isinstance(x, str) for x in items):
         return "".join(items)
-    last = items[-1] if items else ""
+    last = items[-1]
     if not isinstance(last, str) and S._get(last, "claims") is not None:
         return last  # a stream that ends with the structured answer
     parts = [x if isinstance(x, str) else S.text_of(x) or "" for x in items]
@@ -116,87 +167,13 @@ def _join_stream(stage: str, items: list[Any]) -> Any:
 def _wrap(fn: Callable[..., Any], stage: str, to_chunks: Any, name: str | None) -> Callable[..., Any]:
     span_name = name or fn.__name__
 
+    def hooks(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+        return _begin(stage, span_name, args, kwargs, to_chunks)
+
     if inspect.isasyncgenfunction(fn):
-
-        @functools.wraps(fn)
-        async def agen_wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            call = _begin(stage, span_name, args, kwargs, to_chunks)
-            agen = fn(*args, **kwargs)
-            if call is None:
-                async for item in agen:
-                    yield item
-                return
-            items: list[Any] = []
-            done = False
-            try:
-                while True:
-                    token = call.attach()
-                    try:
-                        item = await agen.__anext__()
-                    except StopAsyncIteration:
-                        break
-                    finally:
-                        otel_context.detach(token)
-                    items.append(item)
-                    yield item
-                done = True
-            except GeneratorExit:
-                await agen.aclose()
-                call.finish(_join_stream(stage, items))
-                raise
-            except BaseException as exc:
-                call.fail(exc)
-                raise
-            finally:
-                if done:
-                    call.finish(_join_stream(stage, items))
-
-        return agen_wrapper
-
+        return wrap_async_generator(fn, hooks)
     if inspect.isgeneratorfunction(fn):
-
-        @functools.wraps(fn)
-        def gen_wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-            call = _begin(stage, span_name, args, kwargs, to_chunks)
-            gen = fn(*args, **kwargs)
-            if call is None:
-                return (yield from gen)
-            items: list[Any] = []
-            sent: Any = None
-            while True:
-                token = call.attach()
-                try:
-                    item = gen.send(sent)
-                except StopIteration as stop:
-                    otel_context.detach(token)
-                    call.finish(_join_stream(stage, items))
-                    return stop.value
-                except BaseException as exc:
-                    otel_context.detach(token)
-                    call.fail(exc)
-                    raise
-                otel_context.detach(token)
-                items.append(item)
-                try:
-                    sent = yield item
-                except GeneratorExit:
-                    gen.close()
-                    call.finish(_join_stream(stage, items))
-                    raise
-                except BaseException as exc:  # noqa: BLE001 - forwarded, not swallowed
-                    # thrown in by the consumer: hand it to the user's generator
-                    try:
-                        item = gen.throw(exc)
-                    except StopIteration as stop:
-                        call.finish(_join_stream(stage, items))
-                        return stop.value
-                    except BaseException as err:
-                        call.fail(err)
-                        raise
-                    items.append(item)
-                    sent = yield item
-
-        return gen_wrapper
+        return wrap_generator(fn, hooks)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -205,14 +182,14 @@ def _wrap(fn: Callable[..., Any], stage: str, to_chunks: Any, name: str | None) 
             call = _begin(stage, span_name, args, kwargs, to_chunks)
             if call is None:
                 return await fn(*args, **kwargs)
-            token = call.attach()
+            call.enter()
             try:
                 result = await fn(*args, **kwargs)
             except BaseException as exc:
+                call.leave()
                 call.fail(exc)
                 raise
-            finally:
-                otel_context.detach(token)
+            call.leave()
             call.finish(result)
             return result
 
@@ -223,14 +200,14 @@ def _wrap(fn: Callable[..., Any], stage: str, to_chunks: Any, name: str | None) 
         call = _begin(stage, span_name, args, kwargs, to_chunks)
         if call is None:
             return fn(*args, **kwargs)
-        token = call.attach()
+        call.enter()
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
+            call.leave()
             call.fail(exc)
             raise
-        finally:
-            otel_context.detach(token)
+        call.leave()
         call.finish(result)
         return result
 

@@ -287,6 +287,7 @@ def test_request_span_attributes(tracing: Tracing) -> None:
         "citeline.request.principal.id": "alice",
         "citeline.request.principal.groups": ("staff", "eu"),
         "citeline.request.as_of": "2026-08-10",
+        "citeline.request.service": "test-bot",
         "input.value": "Can I?",
         "input.mime_type": "text/plain",
         "user.id": "alice",
