@@ -8,6 +8,7 @@ tasks never see each other's labels.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -152,8 +153,8 @@ class RequestScope:
         """A request's stream items are the app's business; nothing is recorded."""
 
     def end(self, exc: BaseException | None) -> None:
-        """End of a generator request: returned, closed (``GeneratorExit``: not an error) or failed."""
-        self._close(None if isinstance(exc, GeneratorExit) else exc)
+        """End of a generator request: returned, abandoned (closed or cancelled: not an error) or failed."""
+        self._close(None if isinstance(exc, GeneratorExit | asyncio.CancelledError) else exc)
 
     def _close(self, exc: BaseException | None) -> None:
         try:

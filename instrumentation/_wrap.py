@@ -9,6 +9,7 @@ are recorded on the span and re-raised unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,8 @@ from . import _stages as S
 from ._chunks import to_columns
 from ._prompt import prompt_text
 from ._streams import wrap_async_generator, wrap_generator
+
+_ABANDONED = (GeneratorExit, asyncio.CancelledError)
 
 
 class _Call:
@@ -65,8 +68,10 @@ class _Call:
         self.items.append(value)
 
     def end(self, exc: BaseException | None) -> None:
-        # a stream that failed records no output: the user saw an error, not its partial answer
-        if exc is None or isinstance(exc, GeneratorExit):
+        # a stream that failed records no output: the user saw an error, not its partial answer.
+        # Closed or cancelled (asyncio cancels what is left when the loop shuts down) is
+        # abandoned: the user saw what was produced.
+        if exc is None or isinstance(exc, _ABANDONED):
             self.finish(_join_stream(self.stage, self.items))
         else:
             self.fail(exc)
