@@ -29,7 +29,8 @@ def content_hash(text: str) -> str:
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
     norm = " ".join(text.split())
-    return hashlib.sha256(norm.encode("utf-8")).hexdigest()[:16]
+    # surrogatepass: a lone surrogate (bad upstream decode) still hashes; valid text is unchanged
+    return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(slots=True)

@@ -39,6 +39,7 @@ class _RotatingWriter:
         self._file: BinaryIO | None = None
         self._size = 0
         self._seq = 0
+        self._torn = False
         self.paths: list[Path] = []
 
     def _open(self) -> None:
@@ -46,19 +47,42 @@ class _RotatingWriter:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         self._seq += 1
         path = self.directory / f"{self.prefix}-{stamp}-{os.getpid()}-{self._seq:04d}.jsonl"
-        self._file = open(path, "ab")  # noqa: SIM115 - kept open across writes
+        # unbuffered: a failed write leaves nothing queued to be written again later
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - kept open across writes
         self._size = 0
+        self._torn = False
         self.paths.append(path)
 
     def write(self, data: bytes) -> None:
+        """Append whole lines; on a failed write, take back the part that got out.
+
+        A full disk can take the first bytes of a write and refuse the rest. The
+        torn tail is truncated away (the file ends at its last whole line), or, if
+        even that fails, the next write starts on a new line, so the torn piece
+        never swallows the next whole trace.
+        """
         if self._file is None or (self._size and self._size + len(data) > self.max_bytes):
             self.close()
             self._open()
         f = self._file
         assert f is not None
-        f.write(data)
-        f.flush()
+        if self._torn:
+            data = b"\n" + data
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(data):
+                done += f.write(view[done:]) or 0
+        except OSError:
+            if done or self._torn:
+                try:
+                    os.truncate(f.fileno(), self._size)
+                    self._torn = False
+                except OSError:
+                    self._torn = True
+            raise
         self._size += len(data)
+        self._torn = False
 
     def write_lines(self, lines: Sequence[bytes]) -> None:
         """Write whole lines, batching them into few writes, rotating between lines."""
@@ -98,32 +122,59 @@ class OTLPJsonFileExporter(SpanExporter):
         self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix), max_bytes)
         self._lock = threading.Lock()
         self._closed = False
+        self.lost_traces = 0
+        """Traces lost to failed writes in the current failure episode (0 while writing works)."""
 
     @property
     def paths(self) -> list[Path]:
         """Files written so far, oldest first."""
         return list(self._writer.paths)
 
-    def export_traces(self, traces: Sequence[Sequence[ReadableSpan]]) -> None:
-        """Write each group of spans (one trace) as one line, in one write."""
+    def export_traces(self, traces: Sequence[Sequence[ReadableSpan]]) -> bool:
+        """Write each group of spans (one trace) as one line; False when the write failed.
+
+        A trace that cannot be encoded is left out alone (the others are written).
+        A failed write (full disk) loses this batch; it is logged once per failure
+        episode, and again when writing works again, with the count lost.
+        """
         if not traces:
-            return
-        lines = [encode_line(spans) for spans in traces if spans]
+            return True
+        lines = []
+        for spans in traces:
+            if not spans:
+                continue
+            try:
+                lines.append(encode_line(spans))
+            except Exception as exc:  # noqa: BLE001 - one bad trace must not cost the batch
+                _guard.warn_once(
+                    f"encode:{type(exc).__name__}", f"citeline: a trace could not be encoded and was left out: {exc!r}"
+                )
         with self._lock:
             if self._closed:
-                return
-            self._writer.write_lines(lines)
+                return True
+            try:
+                self._writer.write_lines(lines)
+            except OSError as exc:
+                if not self.lost_traces:
+                    _guard.log.warning(
+                        "citeline: writing trace files under %s failed (%s); traces are lost until writing "
+                        "works again, which will be logged",
+                        self._writer.directory,
+                        exc,
+                    )
+                self.lost_traces += len(lines)
+                return False
+            if self.lost_traces:
+                _guard.log.warning("citeline: writing trace files works again; %d trace(s) were lost", self.lost_traces)
+                self.lost_traces = 0
+            return True
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         groups: dict[int, list[ReadableSpan]] = {}
         for s in spans:
             groups.setdefault(s.context.trace_id if s.context else 0, []).append(s)
-        try:
-            self.export_traces(list(groups.values()))
-        except OSError as exc:
-            _guard.report("writing trace file", exc)
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+        ok = self.export_traces(list(groups.values()))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         with self._lock:

@@ -163,6 +163,29 @@ def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     return {"resourceSpans": resource_spans}
 
 
+def _valid_text(value: Any) -> Any:
+    """The same structure with every string made valid UTF-8.
+
+    A surrogate pair split into two code points is joined back into its
+    character; a lone surrogate becomes U+FFFD. Nothing else changes.
+    """
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    return value
+
+
 def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
-    """One newline-terminated OTLP/JSON line for these spans."""
-    return dumps(encode_request(spans)) + b"\n"
+    """One newline-terminated OTLP/JSON line for these spans.
+
+    A string that is not valid Unicode (a lone surrogate, as from a bad decode
+    upstream) is repaired rather than costing the trace (see ``_valid_text``).
+    """
+    request = encode_request(spans)
+    try:
+        return dumps(request) + b"\n"
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return dumps(_valid_text(request)) + b"\n"
