@@ -3,8 +3,9 @@
 --   chain order: request -> retrieved -> in context -> generated -> resolved -> rendered.
 --   Each stage's span is picked per trace by a cheap aggregation over span ids (the first
 --   request and retrieval, the last context assembly by start time, the last generation,
---   resolution and render by end time; equal times are broken by span id), then its
---   columns are joined in.
+--   resolution and render by end time; equal times are broken by span id; a citeline
+--   span always before an OpenInference one of the same stage), then its columns are
+--   joined in.
 --   A trace is joined to its case by case_id, else by the normalised question text.
 --   Spans of an unknown schema version are left out (ingest reports them).
 -- Grain: one row per trace (with a request span and a matching gold case).
@@ -23,30 +24,40 @@ WITH usable AS (
                           AND trace_id IN (SELECT trace_id FROM t_slices WHERE slice = $part)))
 ),
 picks AS (       -- which span of each stage counts, by id only: scalar aggregates are cheap
+    -- A citeline span (schema_version set) always beats an OpenInference span of the same
+    -- stage: in mixed traces the app's root span, an LLM call inside generation or a
+    -- follow-up LLM call after it must not become the request or the answer. The first
+    -- key of each ordering says "is citeline's"; OpenInference spans only stand in for a
+    -- stage with no citeline span at all.
     SELECT
         trace_id,
-        arg_min(span_id, {'t': start_ns, 's': span_id}) FILTER (WHERE stage = 'request') AS request_span,
-        count(*) FILTER (WHERE stage = 'retrieval' AND chunk_id IS NOT NULL) AS n_retrievals,
-        arg_min(span_id, {'t': start_ns, 's': span_id}) FILTER (WHERE stage = 'retrieval' AND chunk_id IS NOT NULL)
-            AS retrieval_span,
-        arg_max(span_id, {'t': start_ns, 's': span_id}) FILTER (WHERE stage = 'context' AND chunk_id IS NOT NULL)
-            AS context_span,
-        arg_max(span_id, {'t': end_ns, 's': span_id}) FILTER (WHERE stage = 'generation' AND answer IS NOT NULL)
-            AS generation_span,
-        arg_max(span_id, {'t': end_ns, 's': span_id}) FILTER (WHERE stage = 'resolution' AND res_marker IS NOT NULL)
-            AS resolution_span,
-        arg_max(span_id, {'t': end_ns, 's': span_id}) FILTER (WHERE stage = 'render' AND ren_label IS NOT NULL)
-            AS render_span
+        arg_min(span_id, {'oi': schema_version IS NULL, 't': start_ns, 's': span_id}) FILTER (WHERE stage = 'request')
+            AS request_span,
+        count(*) FILTER (WHERE stage = 'retrieval' AND chunk_id IS NOT NULL AND schema_version IS NOT NULL)
+            AS n_cl_retrievals,
+        count(*) FILTER (WHERE stage = 'retrieval' AND chunk_id IS NOT NULL) AS n_any_retrievals,
+        CASE WHEN n_cl_retrievals > 0 THEN n_cl_retrievals ELSE n_any_retrievals END AS n_retrievals,
+        arg_min(span_id, {'oi': schema_version IS NULL, 't': start_ns, 's': span_id})
+            FILTER (WHERE stage = 'retrieval' AND chunk_id IS NOT NULL) AS retrieval_span,
+        arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': start_ns, 's': span_id})
+            FILTER (WHERE stage = 'context' AND chunk_id IS NOT NULL) AS context_span,
+        arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'generation' AND answer IS NOT NULL) AS generation_span,
+        arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'resolution' AND res_marker IS NOT NULL) AS resolution_span,
+        arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'render' AND ren_label IS NOT NULL) AS render_span
     FROM usable
     GROUP BY trace_id
     HAVING request_span IS NOT NULL
 ),
-several_retrievals AS (   -- rare: every chunk any retrieval span returned
-    SELECT trace_id, list_distinct(flatten(list(chunk_id))) AS retrieved
-    FROM usable
-    WHERE stage = 'retrieval' AND chunk_id IS NOT NULL
-      AND trace_id IN (SELECT trace_id FROM picks WHERE n_retrievals > 1)
-    GROUP BY trace_id
+several_retrievals AS (   -- rare: every chunk any retrieval span returned (citeline's only, if any)
+    SELECT u.trace_id, list_distinct(flatten(list(u.chunk_id))) AS retrieved
+    FROM usable AS u
+    JOIN picks AS p ON p.trace_id = u.trace_id AND p.n_retrievals > 1
+    WHERE u.stage = 'retrieval' AND u.chunk_id IS NOT NULL
+      AND (u.schema_version IS NOT NULL OR p.n_cl_retrievals = 0)
+    GROUP BY u.trace_id
 ),
 cased AS (
     SELECT p.*, r.question, r.principal_groups, r.as_of, r.start_ns AS started_ns,
