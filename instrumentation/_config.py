@@ -242,7 +242,7 @@ def configure(
         )
     if owns and tracer_provider is None:
         trace.set_tracer_provider(provider)
-    if not owns and service_name:
+    if not owns and service_name and tracer_provider is None:
         kept = getattr(getattr(provider, "resource", None), "attributes", {}).get("service.name")
         if kept != service_name:
             _guard.log.warning(
