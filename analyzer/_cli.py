@@ -353,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca = add(
         "calibrate",
         "measure a judge against human support labels (accuracy, Cohen's kappa)",
-        "citeline calibrate ../shared/data/expertqa/rand_test.jsonl",
+        "citeline calibrate tests/data/expertqa/rand_test.jsonl",
     )
     ca.add_argument("labels_file", help="ExpertQA JSONL, or JSONL rows {claim, evidence, label}")
     ca.add_argument("--judge", default="rules", choices=("rules",))

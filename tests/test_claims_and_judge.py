@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from citeline.analyzer._claims import markers, split_claims
 from citeline.analyzer._judge import RulesJudge, values
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin and licence beside it
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_real_expertqa_answers_parse_every_marker() -> None:
     answers = 0
     for name in ("rand_test.jsonl", "domain_test.jsonl"):
         path = DATA / "expertqa" / name
-        assert path.exists(), f"test data missing: {path} (see ../shared/data/README.md)"
+        assert path.exists(), f"test data missing: {path} (see tests/data/expertqa/ORIGIN.md)"
         for answer in (
             a for line in path.read_text(encoding="utf-8").splitlines() for a in json.loads(line)["answers"].values()
         ):

@@ -13,7 +13,7 @@ from citeline.analyzer._cli import build_parser, main
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin and licence beside it
 
 
 def test_every_command_has_help_with_an_example() -> None:

@@ -1,0 +1,27 @@
+"""The test suite runs from a lone clone: its data lives in tests/data, unchanged, with origin and licence."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+SUMS = {
+    "expertqa/rand_test.jsonl": "022d6c19bdd91fb33c3185ef59f9c18510655c15598061e631c434487aa07b28",
+    "expertqa/domain_test.jsonl": "7a1895dbcf16c4fc135116996d1bdb22412b8d791e620241ac9e80729d55ea6b",
+}
+
+
+def test_vendored_files_are_unchanged_and_carry_origin_and_licence() -> None:
+    for name, digest in SUMS.items():
+        path = TESTS / "data" / name
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, name
+        assert (path.parent / "LICENSE").is_file()
+        assert digest in (path.parent / "ORIGIN.md").read_text()
+
+
+def test_no_test_reads_outside_the_repository() -> None:
+    outside = re.compile(r"parents\[1\]\.parent|\.\./shared|\"shared\"")
+    offenders = [p.name for p in TESTS.glob("*.py") if p.name != Path(__file__).name and outside.search(p.read_text())]
+    assert offenders == []
