@@ -45,7 +45,7 @@ def _message_text(msg: Any) -> str | None:
     else:
         if not (hasattr(msg, "role") or hasattr(msg, "type")) or not hasattr(msg, "content"):
             return None
-        if hasattr(msg, "page_content") or hasattr(msg, "doc_id"):
+        if _is_chunk_like(msg):  # a document with a `type` field is still a document
             return None
         content = msg.content
     if content is None:

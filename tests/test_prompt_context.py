@@ -194,3 +194,23 @@ def test_prompt_with_nothing_to_look_for_is_loud_not_an_empty_context(
         "citeline: context step 'lonely': the context step returned a prompt, and no chunks were passed to it "
         "or retrieved earlier in this request; pass @context_assembly(to_chunks=...) to name them"
     ]
+
+
+def test_lists_of_documents_are_chunks_not_prompts(tracing: Tracing) -> None:
+    from haystack import Document as HaystackDocument
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    @context_assembly
+    def pick(kind: str) -> list[Any]:
+        if kind == "langchain":
+            return [SUPPORT, FEE]
+        if kind == "haystack":
+            return [HaystackDocument(content=d.page_content, meta=d.metadata) for d in (SUPPORT, FEE)]
+        return [NodeWithScore(node=TextNode(text=d.page_content, id_=d.metadata["chunk_id"])) for d in (SUPPORT, FEE)]
+
+    for kind in ("langchain", "haystack", "llamaindex"):
+        pick(kind)
+    for ctx in tracing.by_stage("context"):
+        attrs = dict(ctx.attributes or {})
+        assert attrs["citeline.chunks.chunk_id"] == ("returns-v4#eligibility-2", "restocking-v2#fee-1")
+        assert "citeline.context.chunks_from" not in attrs
