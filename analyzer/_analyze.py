@@ -21,7 +21,7 @@ import duckdb
 import polars as pl
 
 from ._claims import is_factual, split_claims
-from ._gold import GoldError, GoldSet, load_gold
+from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import IngestReport, Problem, ingest
 from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
 from ._result import AnalysisResult
@@ -46,10 +46,16 @@ _TRACES_IN_SCOPE = (
     "SELECT count(DISTINCT trace_id) FROM spans "
     "WHERE stage = 'request' AND ($files IS NULL OR list_contains($files, source_file))"
 )
-
-
-def _norm_question(q: str) -> str:
-    return " ".join(q.split()).strip().lower()
+_ALL_TRACES_IN_SCOPE = (
+    "SELECT count(DISTINCT trace_id) FROM spans WHERE $files IS NULL OR list_contains($files, source_file)"
+)
+# traces in scope with no request span: read, but nothing to join to a case
+_NO_REQUEST = (
+    "INSERT INTO unmatched_traces "
+    "SELECT $run_id, trace_id, 'no_request_span', []::VARCHAR[] FROM spans "
+    "WHERE $files IS NULL OR list_contains($files, source_file) "
+    "GROUP BY trace_id HAVING NOT coalesce(bool_or(stage = 'request'), false)"
+)
 
 
 def _register(con: duckdb.DuckDBPyConnection, name: str, df: pl.DataFrame) -> None:
@@ -97,7 +103,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
         [
             {
                 "case_id": c.case_id,
-                "question_norm": _norm_question(c.question),
+                "question_norm": normalise_question(c.question),
                 "as_of": c.as_of,
                 "expect": c.expect,
                 "principal_groups": c.principal_groups,
@@ -423,6 +429,7 @@ def analyze(
         parts = max(1, -(-n_traces // PART_TRACES))
         bounds = _slices(con, parts, scope)
         cached_judge = _CachedJudge(con, JUDGES[judge]())
+        _question_table(con, scope)
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
             of = f" ({part + 1}/{parts})" if parts > 1 else ""
             phase("joining traces to cases" + of)
@@ -430,6 +437,13 @@ def analyze(
                 "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
                 {"schema_versions": SCHEMA_VERSIONS, "part": part, "parts": parts, "lo": lo, "hi": hi, **scope},
             )
+            # coverage: a trace that joined no case is recorded with its reason, then left out
+            con.execute(
+                "INSERT INTO unmatched_traces SELECT $r, trace_id, unmatched_reason, candidates "
+                "FROM t_traces WHERE case_id IS NULL",
+                {"r": run_id},
+            )
+            con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
             phase("splitting answers into claims" + of)
             _answer_tables(con, abstain_phrases)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
@@ -444,11 +458,15 @@ def analyze(
             con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
         phase("storing the run")
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
+        con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
+        con.execute(
+            "INSERT INTO missing_cases SELECT $r, case_id FROM t_gold_cases "
+            "WHERE case_id NOT IN (SELECT case_id FROM case_results WHERE run_id = $r)",
+            {"r": run_id},
+        )
+        traces_read = int(con.execute(_ALL_TRACES_IN_SCOPE, scope).fetchall()[0][0])
         unmatched = int(
-            con.execute(
-                _TRACES_IN_SCOPE + " AND trace_id NOT IN (SELECT trace_id FROM case_results WHERE run_id = $r)",
-                {**scope, "r": run_id},
-            ).fetchall()[0][0]
+            con.execute("SELECT count(*) FROM unmatched_traces WHERE run_id = $r", {"r": run_id}).fetchall()[0][0]
         )
         errors = gold_set.errors + label_errors
         _store_problems(con, run_id, report.problems, errors)
@@ -461,7 +479,8 @@ def analyze(
             con.execute("SELECT count(*) FROM case_results WHERE run_id = $r", {"r": run_id}).fetchall()[0][0]
         )
         con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
+            "traces_read, traces_joined) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 started,
@@ -471,17 +490,36 @@ def analyze(
                 n_cases,
                 sum(counts.values()),
                 report.skipped + len(errors),
+                traces_read,
+                n_cases,
             ],
         )
-        result = AnalysisResult(run_id, counts, report, errors, unmatched, db=str(db), con=con)
+        result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
         if own and str(db) == ":memory:":  # the store goes with this connection: read the rows now
-            _ = result.claims, result.cases
+            _ = result.claims, result.cases, result.coverage
         if own:
             result.con = None
         return result
     finally:
         if own:
             con.close()
+
+
+def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> None:
+    """t_question_norm: each distinct question of a request without a case id, normalised once."""
+    questions = con.execute(
+        "SELECT DISTINCT question FROM spans WHERE stage = 'request' AND case_id IS NULL AND question IS NOT NULL "
+        "AND ($files IS NULL OR list_contains($files, source_file))",
+        scope,
+    ).fetchall()
+    _register(
+        con,
+        "t_question_norm",
+        pl.DataFrame(
+            {"question": [q for (q,) in questions], "question_norm": [normalise_question(q) for (q,) in questions]},
+            schema={"question": pl.Utf8, "question_norm": pl.Utf8},
+        ),
+    )
 
 
 def _slices(con: duckdb.DuckDBPyConnection, parts: int, scope: dict[str, Any]) -> list[tuple[int, int]]:

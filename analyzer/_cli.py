@@ -31,6 +31,8 @@ def _print_result(result: Any, fmt: str) -> None:
     for bucket in BUCKETS:
         table.add_row(bucket, str(summary[bucket]))
     console.print(table)
+    for line in result.coverage_lines():
+        console.print(line, markup=False, highlight=False)
     failing = result.failing(40)
     if failing.height:
         detail = Table(title="failing claims (first 40)")
@@ -205,7 +207,7 @@ def _report(args: argparse.Namespace) -> int:
     except ReportError as exc:
         print(f"citeline: {exc}", file=sys.stderr)
         return 2
-    report.gates = check_gates(report, gates)
+    report.gates = check_gates(report, gates, allow_empty=args.allow_empty)
     if args.format == "table" and not args.out:
         render_table(report)
     else:
@@ -295,8 +297,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--fail-on",
         action="append",
-        metavar="BUCKET>N[%]",
-        help="exit 1 when a bucket exceeds N claims or N%% of claims (repeatable; 'failing' = any)",
+        metavar="NAME>N[%]",
+        help="exit 1 when a bucket exceeds N claims or N%% of claims ('failing' = any bucket but ok); "
+        "on the input: unmatched>N (traces that joined no case), coverage<N%% (joined/traces), "
+        "missing_cases>N (gold cases no trace answered). Repeatable. A run with no claims fails every gate",
+    )
+    rep.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="let gates pass on a run that classified no claims (otherwise that is a failure)",
     )
     rep.add_argument("--phoenix", help="Phoenix base URL for span links (or CITELINE_PHOENIX_URL)")
     rep.set_defaults(func=_report)

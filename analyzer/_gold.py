@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,16 @@ import yaml
 EXPECT = ("answer", "abstain", "conflict")
 STATUS = ("active", "archived", "deleted")
 _LINE = "__line__"
+
+
+def normalise_question(question: str) -> str:
+    """The one form in which a trace's question meets a gold case's question.
+
+    Unicode NFKC (so a no-break space or a full-width letter reads as its plain
+    form), every run of whitespace (any Unicode space) as one space, ends
+    stripped, case folded. Gold questions and trace questions both go through here.
+    """
+    return " ".join(unicodedata.normalize("NFKC", question).split()).casefold()
 
 
 @dataclass(frozen=True)

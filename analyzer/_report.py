@@ -54,8 +54,22 @@ class Report:
     regressions: list[dict[str, Any]]
     worst_cases: list[dict[str, Any]]
     failing: list[dict[str, Any]]
+    coverage: dict[str, Any] = field(default_factory=dict)
     phoenix_url: str | None = None
     gates: list[str] = field(default_factory=list)
+
+    @property
+    def coverage_line(self) -> str:
+        """The run's coverage in one line for people."""
+        c = self.coverage
+        if c.get("traces") is None:
+            return "coverage: not recorded for this run (stored by an older citeline)"
+        line = f"coverage: {c['joined']} of {c['traces']} trace(s) joined a gold case ({_pct(c['coverage'])})"
+        if c["unmatched_by_reason"]:
+            line += "; not joined: " + ", ".join(f"{u['traces']} {u['reason']}" for u in c["unmatched_by_reason"])
+        if c["missing_cases"]:
+            line += f"; {c['missing_cases']} gold case(s) without a trace"
+        return line
 
     @property
     def total_claims(self) -> int:
@@ -75,6 +89,7 @@ class Report:
         return {
             "run_id": self.run_id,
             "started_at": self.started_at,
+            "coverage": self.coverage,
             "buckets": self.buckets,
             "funnel": self.funnel,
             "metrics": self.metrics,
@@ -125,6 +140,7 @@ def build_report(
         run_id=run_id,
         started_at=started,
         buckets=_rows(con, "report_buckets", p),
+        coverage=_rows(con, "report_coverage", p)[0],
         funnel=_rows(con, "report_funnel", p),
         metrics=_rows(con, "report_citation_metrics", p),
         trend=[{**r, "day": str(r["day"])} for r in _rows(con, "report_trend", {"since": None})],
@@ -137,7 +153,9 @@ def build_report(
 
 # --- gates --------------------------------------------------------------------------------
 
-_GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|>)\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+_GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+#: gates on the run's input rather than its buckets
+COVERAGE_GATES = ("unmatched", "coverage", "missing_cases")
 
 
 @dataclass(frozen=True)
@@ -152,30 +170,57 @@ class Gate:
 
 
 def parse_gate(text: str) -> Gate:
-    """``grounding>0``, ``access_violation>=1``, ``retrieval_miss>5%``; ``failing`` means any non-ok bucket."""
+    """``grounding>0``, ``retrieval_miss>5%``, ``failing>0`` (any non-ok bucket); on the input:
+    ``unmatched>0`` (traces that joined no case; ``%`` of traces), ``coverage<95%`` (joined /
+    traces, always a percentage), ``missing_cases>0`` (gold cases no trace answered)."""
     m = _GATE.match(text)
     if not m:
         raise ReportError(
-            f"cannot read gate {text!r}: write BUCKET>N or BUCKET>N% (e.g. grounding>0, retrieval_miss>5%)"
+            f"cannot read gate {text!r}: write NAME>N, NAME>N% or coverage<N% (e.g. grounding>0, "
+            "retrieval_miss>5%, unmatched>0, coverage<95%)"
         )
-    bucket = m.group(1)
-    if bucket not in BUCKETS and bucket != "failing":
-        raise ReportError(f"unknown bucket {bucket!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing")
-    return Gate(bucket, m.group(2), float(m.group(3)), m.group(4) == "%")
+    name = m.group(1)
+    if name not in BUCKETS and name not in ("failing", *COVERAGE_GATES):
+        raise ReportError(
+            f"unknown name {name!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing; "
+            f"input: {', '.join(COVERAGE_GATES)}"
+        )
+    return Gate(name, m.group(2), float(m.group(3)), m.group(4) == "%" or name == "coverage")
 
 
-def check_gates(report: Report, gates: list[Gate]) -> list[str]:
-    """One line per gate that fails."""
-    counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
-    counts["failing"] = sum(n for b, n in counts.items() if b != "ok")
-    total = report.total_claims
+def _value(report: Report, g: Gate) -> tuple[float, str]:
+    """The gated figure and how to show it."""
+    cov = report.coverage
+    traces = int(cov.get("traces") or 0)
+    if g.bucket == "coverage":
+        value = 100.0 * float(cov.get("coverage", 1.0))
+        return value, f"{value:.1f}% ({cov.get('joined') or 0} of {traces} traces joined a case)"
+    if g.bucket == "unmatched":
+        n, total, what = int(cov.get("unmatched") or 0), traces, "traces"
+    elif g.bucket == "missing_cases":
+        n, total, what = int(cov.get("missing_cases") or 0), 0, "gold cases"
+    else:
+        counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
+        counts["failing"] = sum(k for b, k in counts.items() if b != "ok")
+        n, total, what = counts[g.bucket], report.total_claims, "claims"
+    if g.percent and total:
+        value = 100.0 * n / total
+        return value, f"{value:.1f}% ({n} of {total} {what})"
+    return float(n), f"{n} {what}"
+
+
+def check_gates(report: Report, gates: list[Gate], *, allow_empty: bool = False) -> list[str]:
+    """One line per gate that fails; a run with no claims fails every gate unless ``allow_empty``."""
+    if gates and report.total_claims == 0 and not allow_empty:
+        return [
+            f"run {report.run_id} classified no claims, so no gate can pass on it: check --traces and the gold "
+            "set's case ids/questions (coverage above), or pass --allow-empty"
+        ]
     out = []
     for g in gates:
-        n = counts[g.bucket]
-        value = 100.0 * n / total if g.percent and total else float(n)
-        hit = value > g.limit if g.op == ">" else value >= g.limit
+        value, shown = _value(report, g)
+        hit = {">": value > g.limit, ">=": value >= g.limit, "<": value < g.limit, "<=": value <= g.limit}[g.op]
         if hit:
-            shown = f"{value:.1f}% ({n} of {total} claims)" if g.percent else f"{n} claims"
             out.append(f"gate {g} failed: {g.bucket} is {shown} in run {report.run_id}")
     return out
 
@@ -192,6 +237,8 @@ def render_markdown(r: Report) -> str:
         f"## citeline run `{r.run_id}`",
         "",
         f"{r.total_claims} claims, started {r.started_at} UTC.",
+        "",
+        r.coverage_line + ".",
         "",
         "| bucket | claims | share |",
         "|---|---:|---:|",
@@ -253,6 +300,7 @@ def render_table(r: Report) -> None:
     for b in r.buckets:
         t.add_row(b["bucket"], str(b["claims"]), _pct(b["share"]))
     console.print(t)
+    console.print(r.coverage_line, markup=False, highlight=False)
     f = Table(title="stage funnel (gold evidence)")
     for col in ("step", "claims", "of needed", "of previous"):
         f.add_column(col)
@@ -395,6 +443,7 @@ text-align: left; vertical-align: top; }} .num {{ text-align: right; }}
 </style></head><body>
 <h1>citeline run <code>{e(r.run_id)}</code></h1>
 <p>{r.total_claims} claims; run started {e(r.started_at)} UTC; page written {generated}.</p>
+<p id="coverage">{e(r.coverage_line)}.</p>
 {gates}
 <div class="grid">{bucket_chart}{funnel_chart}</div>
 <h2>Trend</h2>{_trend_chart(r)}

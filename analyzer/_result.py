@@ -27,6 +27,7 @@ class AnalysisResult:
     ingest: IngestReport
     gold_errors: list[GoldError] = field(default_factory=list)
     unmatched_traces: int = 0
+    traces_read: int = 0
     phoenix_url: str | None = None
     db: str | None = None
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
@@ -43,6 +44,42 @@ class AnalysisResult:
     @cached_property
     def cases(self) -> pl.DataFrame:
         return self._frame("SELECT * FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id")
+
+    @cached_property
+    def coverage(self) -> dict[str, Any]:
+        """Every trace read and every gold case, accounted for (the JSON contract's ``coverage``)."""
+        unmatched = self._frame(
+            "SELECT trace_id, reason, candidates FROM unmatched_traces WHERE run_id = $r ORDER BY reason, trace_id"
+        ).to_dicts()
+        missing = self._frame("SELECT case_id FROM missing_cases WHERE run_id = $r ORDER BY case_id")
+        return {
+            "traces": self.traces_read,
+            "joined": self.traces_read - len(unmatched),
+            "unmatched": unmatched,
+            "cases_without_trace": missing["case_id"].to_list(),
+        }
+
+    def coverage_lines(self) -> list[str]:
+        """The coverage as one or two lines for people."""
+        cov = self.coverage
+        traces, joined = cov["traces"], cov["joined"]
+        share = f" ({100 * joined / traces:.1f}%)" if traces else ""
+        line = f"coverage: {joined} of {traces} trace(s) joined a gold case{share}"
+        reasons: dict[str, int] = {}
+        for u in cov["unmatched"]:
+            reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
+        if reasons:
+            line += "; not joined: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+        lines = [line]
+        if cov["cases_without_trace"]:
+            shown = cov["cases_without_trace"][:10]
+            more = len(cov["cases_without_trace"]) - len(shown)
+            lines.append(
+                f"{len(cov['cases_without_trace'])} gold case(s) without a trace: "
+                + ", ".join(shown)
+                + (f" and {more} more" if more else "")
+            )
+        return lines
 
     def failing(self, limit: int) -> pl.DataFrame:
         """The first ``limit`` claims not ``ok``, in the order of ``claims``."""
@@ -76,6 +113,7 @@ class AnalysisResult:
         return {
             "run_id": self.run_id,
             "summary": self.summary,
+            "coverage": self.coverage,
             "skipped": self.skipped,
             "problems": self.problems(),
             "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),

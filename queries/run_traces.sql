@@ -6,15 +6,21 @@
 --   resolution and render by end time; equal times are broken by span id; a citeline
 --   span always before an OpenInference one of the same stage), then its columns are
 --   joined in.
---   A trace is joined to its case by case_id, else by the normalised question text.
+--   A trace is joined to at most one case: by case_id, else by the normalised question
+--   (t_question_norm, made by the one normaliser the gold set also uses); when several
+--   gold cases share the question, by the principal and as_of that decide it. A trace
+--   that joins no case keeps its row with case_id NULL and unmatched_reason
+--   'unknown_case_id' | 'question_not_in_gold' | 'ambiguous' (then with its candidates):
+--   the caller stores those rows as the run's coverage and classifies the rest.
 --   Spans of an unknown schema version are left out (ingest reports them).
--- Grain: one row per trace (with a request span and a matching gold case).
+-- Grain: one row per trace with a request span.
 -- Parameters: $schema_versions (VARCHAR[]: versions this analyzer reads),
 --   $files (VARCHAR[] or NULL: only spans read from these trace files; NULL = the whole store),
 --   $parts, $part, $lo, $hi (a large run is classified a slice at a time: with $parts > 1
 --   this call covers the traces of slice $part in t_slices, whose spans lie between
 --   rowids $lo and $hi; see run_slices.sql. With $parts = 1, every trace).
--- Reads: spans, t_slices (trace_id, slice), t_gold_cases (case_id, question_norm, as_of, expect, principal_groups).
+-- Reads: spans, t_slices (trace_id, slice), t_gold_cases (case_id, question_norm, as_of, expect, principal_groups),
+--   t_question_norm (question, question_norm).
 WITH usable AS (
     SELECT *
     FROM spans
@@ -59,19 +65,56 @@ several_retrievals AS (   -- rare: every chunk any retrieval span returned (cite
       AND (u.schema_version IS NOT NULL OR p.n_cl_retrievals = 0)
     GROUP BY u.trace_id
 ),
-cased AS (
-    SELECT p.*, r.question, r.principal_groups, r.as_of, r.start_ns AS started_ns,
-           coalesce(by_id.case_id, by_q.case_id) AS gold_case_id
+requests AS (
+    SELECT p.*, r.question, r.case_id AS asked_case, r.principal_groups, r.as_of, r.start_ns AS started_ns,
+           qn.question_norm
     FROM picks AS p
     JOIN usable AS r ON r.trace_id = p.trace_id AND r.span_id = p.request_span
-    LEFT JOIN t_gold_cases AS by_id ON by_id.case_id = r.case_id
-    LEFT JOIN t_gold_cases AS by_q
-           ON by_q.question_norm = CASE WHEN r.case_id IS NULL
-                                        THEN lower(trim(regexp_replace(r.question, '\s+', ' ', 'g'))) END
+    LEFT JOIN t_question_norm AS qn ON qn.question = r.question AND r.case_id IS NULL
+),
+by_question AS (  -- without a case id: every gold case asking the same question is a candidate
+    SELECT q.trace_id, g.case_id,
+           -- a candidate conflicts when its principal or date says it is another request ...
+           coalesce((len(coalesce(g.principal_groups, [])) > 0
+                     AND list_sort(g.principal_groups) <> list_sort(coalesce(q.principal_groups, [])))
+                    OR g.as_of <> TRY_CAST(q.as_of AS DATE), false) AS conflicts,
+           -- ... and agrees by how many of the two it pins down
+           (len(coalesce(g.principal_groups, [])) > 0
+                AND list_sort(g.principal_groups) = list_sort(coalesce(q.principal_groups, [])))::INTEGER
+           + coalesce(g.as_of = TRY_CAST(q.as_of AS DATE), false)::INTEGER AS agreement
+    FROM requests AS q
+    JOIN t_gold_cases AS g ON g.question_norm = q.question_norm
+),
+best AS (
+    SELECT trace_id, max(agreement) FILTER (WHERE NOT conflicts) AS best
+    FROM by_question
+    GROUP BY trace_id
+),
+chosen AS (       -- one candidate: it; several: the unique best that does not conflict, else ambiguous
+    SELECT b.trace_id,
+           list(b.case_id ORDER BY b.case_id) AS candidates,
+           list(b.case_id ORDER BY b.case_id) FILTER (WHERE NOT b.conflicts AND b.agreement = m.best) AS top,
+           CASE WHEN len(candidates) = 1 THEN candidates[1] WHEN len(top) = 1 THEN top[1] END AS case_id
+    FROM by_question AS b
+    JOIN best AS m USING (trace_id)
+    GROUP BY b.trace_id
+),
+cased AS (
+    SELECT q.*,
+           CASE WHEN q.asked_case IS NOT NULL THEN by_id.case_id ELSE ch.case_id END AS gold_case_id,
+           CASE WHEN q.asked_case IS NOT NULL AND by_id.case_id IS NULL THEN 'unknown_case_id'
+                WHEN q.asked_case IS NULL AND ch.trace_id IS NULL THEN 'question_not_in_gold'
+                WHEN q.asked_case IS NULL AND ch.case_id IS NULL THEN 'ambiguous' END AS unmatched_reason,
+           CASE WHEN q.asked_case IS NULL AND ch.case_id IS NULL THEN ch.candidates END AS candidates
+    FROM requests AS q
+    LEFT JOIN t_gold_cases AS by_id ON by_id.case_id = q.asked_case
+    LEFT JOIN chosen AS ch ON ch.trace_id = q.trace_id
 )
 SELECT
     c.trace_id,
     c.gold_case_id AS case_id,
+    c.unmatched_reason,
+    coalesce(c.candidates, []) AS candidates,
     g.expect,
     coalesce(c.principal_groups, g.principal_groups, []) AS principal_groups,
     coalesce(TRY_CAST(c.as_of AS DATE), g.as_of) AS as_of,
@@ -91,7 +134,7 @@ SELECT
     res.res_version, res.res_uri,
     c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id
 FROM cased AS c
-JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
+LEFT JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
 LEFT JOIN several_retrievals AS sr ON sr.trace_id = c.trace_id
 LEFT JOIN usable AS rt ON rt.trace_id = c.trace_id AND rt.span_id = c.retrieval_span
 LEFT JOIN usable AS x ON x.trace_id = c.trace_id AND x.span_id = c.context_span

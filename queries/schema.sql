@@ -105,6 +105,21 @@ CREATE TABLE IF NOT EXISTS runs (
     skipped BIGINT
 );
 
+-- coverage: one row per trace of a run that joined no gold case, and why
+-- (unknown_case_id | question_not_in_gold | ambiguous (with its candidate cases) | no_request_span)
+CREATE TABLE IF NOT EXISTS unmatched_traces (
+    run_id VARCHAR,
+    trace_id VARCHAR,
+    reason VARCHAR,
+    candidates VARCHAR[]
+);
+
+-- coverage: one row per gold case no trace of the run answered
+CREATE TABLE IF NOT EXISTS missing_cases (
+    run_id VARCHAR,
+    case_id VARCHAR
+);
+
 -- one row per (run, trace, gold claim) and per unmatched generated claim
 CREATE TABLE IF NOT EXISTS claim_results (
     run_id VARCHAR,
@@ -166,3 +181,6 @@ ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
+-- coverage per run: traces read, traces joined to exactly one case (NULL for older runs)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS traces_read BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS traces_joined BIGINT;

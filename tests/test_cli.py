@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from citeline.analyzer._cli import build_parser, main
+from citeline.analyzer._gold import load_gold
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -49,7 +50,15 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"run_id", "summary", "skipped", "problems", "cases", "claims"}
+    assert set(out) == {"run_id", "summary", "coverage", "skipped", "problems", "cases", "claims"}
+    asked = {c["case_id"] for c in out["cases"]}
+    assert out["coverage"] == {
+        "traces": 3,
+        "joined": 3,
+        "unmatched": [],
+        "cases_without_trace": sorted(set(load_gold(gold_path()).cases) - asked),
+    }
+    assert len(out["coverage"]["cases_without_trace"]) == 11 - len(asked)
     assert out["summary"] == {
         "access_violation": 0,
         "invalid_citation": 0,

@@ -71,7 +71,7 @@ def test_gates_exit_non_zero_with_a_one_line_reason(two_nights: Path) -> None:
     assert re.fullmatch(r"citeline: gate uncited>4% failed: uncited is 5\.3% \(2 of 38 claims\) in run \S+", lines[1])
     wrong = cli("report", "--fail-on", "groundingg>0", cwd=two_nights, check=False)
     assert wrong.returncode == 2
-    assert "unknown bucket 'groundingg'" in wrong.stderr
+    assert "unknown name 'groundingg' in gate 'groundingg>0'" in wrong.stderr
 
 
 def test_report_without_a_store_or_run_is_a_clear_error(tmp_path: Path) -> None:

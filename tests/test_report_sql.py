@@ -44,7 +44,7 @@ def run(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple[
 
 
 def add_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime) -> None:
-    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0)", [run_id, started, started])
+    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0, 0, 0)", [run_id, started, started])
 
 
 def claim(
