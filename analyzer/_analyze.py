@@ -22,7 +22,7 @@ import polars as pl
 
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
-from ._ingest import IngestReport, Problem, ingest
+from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
 from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, sql
@@ -41,19 +41,20 @@ MIN_SIM = 0.3
 MIN_SHARED_SIM = 0.1
 QUOTE_SEP = "\x1f"  # joins a claim's quotes into one key (classify.sql: chr(31))
 PART_TRACES = 100_000  # traces classified at a time: keeps memory flat whatever the run's size
-# traces in the run's scope (the files it read, or the whole store)
-_TRACES_IN_SCOPE = (
-    "SELECT count(DISTINCT trace_id) FROM spans "
-    "WHERE stage = 'request' AND ($files IS NULL OR list_contains($files, source_file))"
+# the run's scope: every trace in the files it was given (t_scope, also traces whose spans were
+# stored from another file before), or with no files the whole store
+_SCOPE = (
+    "CREATE OR REPLACE TEMP TABLE t_scope AS "
+    "SELECT DISTINCT trace_id FROM file_traces WHERE list_contains(coalesce($files, []), source_file)"
 )
-_ALL_TRACES_IN_SCOPE = (
-    "SELECT count(DISTINCT trace_id) FROM spans WHERE $files IS NULL OR list_contains($files, source_file)"
-)
+_IN_SCOPE = "($files IS NULL OR trace_id IN (SELECT trace_id FROM t_scope))"
+_TRACES_IN_SCOPE = f"SELECT count(DISTINCT trace_id) FROM spans WHERE stage = 'request' AND {_IN_SCOPE}"
+_ALL_TRACES_IN_SCOPE = f"SELECT count(DISTINCT trace_id) FROM spans WHERE {_IN_SCOPE}"
 # traces in scope with no request span: read, but nothing to join to a case
 _NO_REQUEST = (
     "INSERT INTO unmatched_traces "
     "SELECT $run_id, trace_id, 'no_request_span', []::VARCHAR[] FROM spans "
-    "WHERE $files IS NULL OR list_contains($files, source_file) "
+    f"WHERE {_IN_SCOPE} "
     "GROUP BY trace_id HAVING NOT coalesce(bool_or(stage = 'request'), false)"
 )
 
@@ -223,6 +224,20 @@ def _similarity_table(con: duckdb.DuckDBPyConnection) -> None:
             },
         ),
     )
+
+
+class InputError(Exception):
+    """The run cannot start on this input (no trace files, an unreadable gold set); nothing is stored."""
+
+
+def _check_inputs(gold: GoldSet, gold_path: str | Path, traces: Sequence[str | Path] | None) -> None:
+    if gold.unreadable is not None:
+        raise InputError(f"{gold_path}: cannot read the gold set: {gold.unreadable}")
+    for p in map(Path, traces or ()):
+        if not p.exists():
+            raise InputError(f"--traces {p}: no such file or folder; give the folder your app writes traces to")
+        if not trace_files([p]):
+            raise InputError(f"--traces {p}: no trace files in it ({', '.join(PATTERNS)})")
 
 
 class _CachedJudge:
@@ -408,9 +423,15 @@ def analyze(
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> AnalysisResult:
-    """Classify every claim of every trace that answers a gold case; store the run."""
+    """Classify every claim of every trace that answers a gold case; store the run.
+
+    Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
+    holds no trace file, or the gold set cannot be read at all.
+    """
     if judge not in JUDGES:
         raise ValueError(f"unknown judge {judge!r}; available: {', '.join(JUDGES)}")
+    gold_set = load_gold(gold)
+    _check_inputs(gold_set, gold, traces)
     own = con is None
     con = con or connect(db)
     try:
@@ -418,13 +439,12 @@ def analyze(
         started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         report = ingest(con, traces, progress=progress) if traces else IngestReport()
         phase = on_phase or (lambda _name: None)
-        phase("reading the gold set")
-        gold_set = load_gold(gold)
         human, label_errors = load_human_labels(labels)
         _gold_tables(con, gold_set)
         _register(con, "t_human", human)
         files = report.paths if traces else None
         scope = {"files": files}
+        con.execute(_SCOPE, scope)
         n_traces = int(con.execute(_TRACES_IN_SCOPE, scope).fetchall()[0][0])
         parts = max(1, -(-n_traces // PART_TRACES))
         bounds = _slices(con, parts, scope)
@@ -509,7 +529,7 @@ def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> No
     """t_question_norm: each distinct question of a request without a case id, normalised once."""
     questions = con.execute(
         "SELECT DISTINCT question FROM spans WHERE stage = 'request' AND case_id IS NULL AND question IS NOT NULL "
-        "AND ($files IS NULL OR list_contains($files, source_file))",
+        f"AND {_IN_SCOPE}",
         scope,
     ).fetchall()
     _register(
@@ -547,4 +567,4 @@ def _store_problems(
         con.executemany("INSERT INTO input_problems VALUES (?, ?, ?, ?, ?, ?)", rows)
 
 
-__all__ = ["AnalysisResult", "analyze"]
+__all__ = ["AnalysisResult", "InputError", "analyze"]

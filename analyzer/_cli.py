@@ -69,25 +69,42 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from ._analyze import analyze
+    from ._analyze import InputError, analyze
 
     if not Path(args.gold).exists():
         print(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})", file=sys.stderr)
         return 2
     show = _progress(args)
-    result = analyze(
-        args.db,
-        gold=args.gold,
-        traces=args.traces or None,
-        judge=args.judge,
-        labels=args.labels,
-        progress=show,
-        on_phase=(lambda name: print(f"{name}...", file=sys.stderr)) if show else None,
-    )
+    try:
+        result = analyze(
+            args.db,
+            gold=args.gold,
+            traces=args.traces or None,
+            judge=args.judge,
+            labels=args.labels,
+            progress=show,
+            on_phase=(lambda name: print(f"{name}...", file=sys.stderr)) if show else None,
+        )
+    except InputError as exc:
+        print(f"citeline: {exc}", file=sys.stderr)
+        return 2
     result.phoenix_url = _phoenix_url(args)
     _print_result(result, args.format)
     for p in result.problems():
         print(f"citeline: skipped: {p}", file=sys.stderr)
+    if sum(result.summary.values()) == 0:  # never a green run on nothing
+        cov = result.coverage
+        reasons: dict[str, int] = {}
+        for u in cov["unmatched"]:
+            reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
+        why = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) or "no traces"
+        where = "under " + ", ".join(args.traces) if args.traces else "in the store"
+        print(
+            f"citeline: none of the {cov['traces']} trace(s) {where} joined a gold case ({why}); "
+            "nothing was classified: check the case ids and questions against the gold set",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

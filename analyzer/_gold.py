@@ -86,6 +86,8 @@ class GoldSet:
     cases: dict[str, GoldCase] = field(default_factory=dict)
     errors: list[GoldError] = field(default_factory=list)
     source: str = ""
+    unreadable: str | None = None
+    """Why the set as a whole could not be read (then it holds nothing); None when it could."""
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -285,6 +287,7 @@ def load_gold(path: str | Path) -> GoldSet:
     gold = GoldSet(source=str(path))
     if not path.exists():
         gold.errors.append(GoldError(str(path), "-", "-", "no such file or folder"))
+        gold.unreadable = "no such file or folder"
         return gold
     if path.is_dir():
         corpus_file, cases_file = path / "corpus.jsonl", path / "cases.jsonl"
@@ -293,6 +296,7 @@ def load_gold(path: str | Path) -> GoldSet:
                 gold.errors.append(
                     GoldError(str(f), "-", "-", "missing: a gold folder holds corpus.jsonl and cases.jsonl")
                 )
+                gold.unreadable = f"{f.name} is missing: a gold folder holds corpus.jsonl and cases.jsonl"
         rc, rk = _Reader(str(corpus_file)), _Reader(str(cases_file))
         corpus_recs = list(_jsonl(corpus_file, rc)) if corpus_file.exists() else []
         _fill_corpus(gold, rc, corpus_recs)
@@ -308,14 +312,17 @@ def load_gold(path: str | Path) -> GoldSet:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else f"line {getattr(exc, 'lineno', '-')}"
         gold.errors.append(GoldError(str(path), where, "-", f"cannot parse: {exc}".splitlines()[0]))
+        gold.unreadable = f"{where}: " + f"cannot parse: {exc}".splitlines()[0]
         return gold
     if not isinstance(data, dict):
         gold.errors.append(GoldError(str(path), "line 1", "-", "expected a mapping with 'corpus' and 'cases'"))
+        gold.unreadable = "line 1: expected a mapping with 'corpus' and 'cases'"
         return gold
     corpus = data.get("corpus") or []
     cases = data.get("cases") or []
     if not isinstance(corpus, list) or not isinstance(cases, list):
         gold.errors.append(GoldError(str(path), "-", "corpus/cases", "both must be lists"))
+        gold.unreadable = "corpus and cases must both be lists"
         return gold
     _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]")) for i, rec in enumerate(corpus)])
     _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]")) for i, rec in enumerate(cases)])

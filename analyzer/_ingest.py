@@ -133,8 +133,16 @@ def _whole(size: int, lines: int, covered: int) -> bool:
     return covered in (size, size + 1) or (size == 0 and lines == 0)
 
 
-def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, tuple[int, int, int]]:
-    """Per file: the spans stored from it, the distinct lines that gave them, the bytes those cover.
+_LINE_TABLES = ("spans", "t_batch")
+
+
+def _read_lines(
+    con: duckdb.DuckDBPyConnection, files: list[str], table: str = "spans"
+) -> dict[str, tuple[int, int, int]]:
+    """Per file: the spans in ``table`` from it, the distinct lines that gave them, the bytes those cover.
+
+    ``spans``: what the store holds from each file; ``t_batch``: what the last batch
+    read from it (every line, also those whose spans were stored before).
 
     Counted from the line hash and length every span keeps, so no second parse and no
     second read. When the covered bytes (each line plus its newline) equal the file's
@@ -142,9 +150,10 @@ def _read_lines(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, t
     repeated, a line whose spans all came in earlier from another file) sends the
     file down the slow path that reads it line by line and names what it finds.
     """
+    assert table in _LINE_TABLES  # an identifier from this module, never user input
     rows = con.execute(
         "SELECT source_file, sum(spans), count(*), sum(line_bytes + 1) FROM "
-        "(SELECT source_file, line_hash, line_bytes, count(*) AS spans FROM spans "
+        f"(SELECT source_file, line_hash, line_bytes, count(*) AS spans FROM {table} "
         " WHERE list_contains($files, source_file) GROUP BY ALL) "
         "GROUP BY source_file",
         {"files": files},
@@ -226,11 +235,11 @@ def ingest(
         before = _read_lines(con, grown) if grown else {}
         batch_bytes = sum(sizes[f] for f in batch)
         with _reporting(con, progress, done, batch_bytes, total):
-            added = run(con, "ingest_spans", {"files": names, "max_line": LINE_BYTES}).fetchall()
-        report.spans_added += int(added[0][0]) if added else 0
-        read = _read_lines(con, names)
+            report.spans_added += _read_batch(con, names, LINE_BYTES)
+        read = _read_lines(con, names, "t_batch")
+        stored = _read_lines(con, names)
         for f in batch:
-            lines, spans, bad = _settle(con, f, sizes[f], read, before, report)
+            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report)
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
                 [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
@@ -243,7 +252,16 @@ def ingest(
         report.skipped += len(skipped_spans)
         if progress:
             progress(done, total)
+    con.execute("DROP TABLE IF EXISTS t_batch")
     return report
+
+
+def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int) -> int:
+    """Parse ``files`` into t_batch, store each new span once, record the files' traces; spans added."""
+    run(con, "ingest_spans", {"files": files, "max_line": max_line})
+    added = run(con, "store_spans").fetchall()
+    run(con, "file_traces")
+    return int(added[0][0]) if added else 0
 
 
 def _settle(
@@ -251,14 +269,18 @@ def _settle(
     f: Path,
     size: int,
     read: dict[str, tuple[int, int, int]],
+    stored: dict[str, tuple[int, int, int]],
     before: dict[str, tuple[int, int, int]],
     report: IngestReport,
 ) -> tuple[int, int, int]:
     """After a batch: was ``f`` read whole? If not, read its long lines or name its bad ones.
 
-    Returns the file's lines, the spans this ingest added from it, and the lines skipped.
+    Whole means the lines that gave spans in this batch cover the file's bytes (also
+    when those spans were already stored from another file). Returns the file's lines,
+    the spans this ingest added from it, and the lines skipped.
     """
-    spans, lines, covered = read.get(str(f), (0, 0, 0))
+    _spans, lines, covered = read.get(str(f), (0, 0, 0))
+    spans = stored.get(str(f), (0, 0, 0))[0]
     earlier = before.get(str(f), (0, 0, 0))[0]  # spans stored from an earlier, shorter version
     if _whole(size, lines, covered):
         return lines, spans - earlier, 0
@@ -266,9 +288,9 @@ def _settle(
     split = data.split(NEWLINE)
     if (longest := max(map(len, split), default=0)) > LINE_BYTES:  # long lines: this file again, alone
         limit = min(longest + 1, MAX_LINE_BYTES)
-        again = run(con, "ingest_spans", {"files": [str(f)], "max_line": limit}).fetchall()
-        report.spans_added += int(again[0][0]) if again else 0
-        spans, lines, covered = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))
+        report.spans_added += _read_batch(con, [str(f)], limit)
+        _spans, lines, covered = _read_lines(con, [str(f)], "t_batch").get(str(f), (0, 0, 0))
+        spans = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))[0]
         if _whole(size, lines, covered):
             return lines, spans - earlier, 0
     found = _diagnose(f, split)  # some line gave no span: name each bad one

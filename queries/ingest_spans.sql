@@ -1,4 +1,4 @@
--- ingest_spans.sql: OTLP/JSON lines files -> one row per span in `spans`.
+-- ingest_spans.sql: OTLP/JSON lines files -> one row per span read, in the temp table t_batch.
 -- Purpose: the only place trace JSON is parsed. Lines are read as plain text (read_csv
 --   with no delimiter or quote: the cheapest way DuckDB splits lines) and each is parsed
 --   once by json_transform into spans whose attribute values stay JSON text; only the
@@ -10,10 +10,12 @@
 --   stage their span kind implies: RETRIEVER -> retrieval (ids from
 --   retrieval.documents.N.document.id), RERANKER -> context, LLM -> generation
 --   (answer = output.value), a root span -> request (question = input.value).
--- Grain: one row per span not already in the store (re-ingesting adds nothing).
+--   store_spans.sql then stores each span once (however often its line was read) and
+--   records which traces each file holds (file_traces).
+-- Grain: one row per span per line read (a line read twice gives its spans twice).
 -- Parameters: $files (VARCHAR[]: paths, plain or .gz), $max_line (BIGINT: longest line read, bytes;
 --   a longer one is skipped and named by _ingest.py).
-INSERT INTO spans BY NAME
+CREATE OR REPLACE TEMP TABLE t_batch AS
 WITH lines AS (
     SELECT filename,
            hash(json) AS line_hash,
@@ -117,7 +119,4 @@ SELECT
     res_marker, res_chunk_id, res_version, res_uri,
     ren_label, ren_uri, ren_chunk_id,
     adapter_error, source_file, line_hash, line_bytes
-FROM staged AS n
-WHERE NOT EXISTS (
-    SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id AND old.span_id = n.span_id
-);
+FROM staged;

@@ -5,12 +5,12 @@
 --   range that DuckDB can read without scanning the whole table (run_traces.sql gets
 --   the range as $lo .. $hi; a trace whose spans were stored far apart only widens it).
 -- Grain: one row per trace in scope that has a request span.
--- Parameters: $files (VARCHAR[] or NULL: only spans read from these trace files), $parts (INTEGER).
+-- Parameters: $files (VARCHAR[] or NULL: only traces in these trace files, listed in t_scope), $parts (INTEGER).
 SELECT trace_id, ntile($parts) OVER (ORDER BY first_row) - 1 AS slice, first_row, last_row
 FROM (
     SELECT trace_id, min(rowid) AS first_row, max(rowid) AS last_row
     FROM spans
-    WHERE $files IS NULL OR source_file IN (SELECT unnest($files))
+    WHERE $files IS NULL OR trace_id IN (SELECT trace_id FROM t_scope)
     GROUP BY trace_id
     HAVING count(*) FILTER (WHERE stage = 'request') > 0
 )

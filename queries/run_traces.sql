@@ -15,7 +15,8 @@
 --   Spans of an unknown schema version are left out (ingest reports them).
 -- Grain: one row per trace with a request span.
 -- Parameters: $schema_versions (VARCHAR[]: versions this analyzer reads),
---   $files (VARCHAR[] or NULL: only spans read from these trace files; NULL = the whole store),
+--   $files (VARCHAR[] or NULL: only traces held by these trace files, as listed in t_scope
+--   (file_traces); NULL = the whole store),
 --   $parts, $part, $lo, $hi (a large run is classified a slice at a time: with $parts > 1
 --   this call covers the traces of slice $part in t_slices, whose spans lie between
 --   rowids $lo and $hi; see run_slices.sql. With $parts = 1, every trace).
@@ -25,7 +26,7 @@ WITH usable AS (
     SELECT *
     FROM spans
     WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
-      AND ($files IS NULL OR source_file IN (SELECT unnest($files)))
+      AND ($files IS NULL OR trace_id IN (SELECT trace_id FROM t_scope))
       AND ($parts = 1 OR (rowid BETWEEN $lo AND $hi
                           AND trace_id IN (SELECT trace_id FROM t_slices WHERE slice = $part)))
 ),

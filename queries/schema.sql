@@ -83,6 +83,17 @@ CREATE TABLE IF NOT EXISTS ingested_files (
     ingested_at TIMESTAMP
 );
 
+-- which traces each trace file holds (one row per (file, trace)): a run's scope
+CREATE TABLE IF NOT EXISTS file_traces (
+    source_file VARCHAR,
+    trace_id VARCHAR
+);
+-- stores from before file_traces: each span's first file stands in for the files it was read from
+INSERT INTO file_traces
+SELECT DISTINCT source_file, trace_id FROM spans
+WHERE NOT EXISTS (SELECT 1 FROM file_traces) AND NOT EXISTS (SELECT 1 FROM meta WHERE key = 'file_traces');
+INSERT OR IGNORE INTO meta VALUES ('file_traces', 'filled');
+
 -- one row per problem met while reading input (trace lines, spans, gold records)
 CREATE TABLE IF NOT EXISTS input_problems (
     run_id VARCHAR,

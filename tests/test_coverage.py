@@ -240,7 +240,7 @@ def test_a_gate_never_passes_on_a_run_with_no_claims(tmp_path: Path, capsys: Any
     ask("A question nobody wrote down")
     t.handle.shutdown()
     db = str(tmp_path / "s.duckdb")
-    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db]) == 0
+    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db]) == 1
     capsys.readouterr()
     assert main(["report", "--db", db, "--fail-on", "grounding>0"]) == 1
     (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("citeline:")]
