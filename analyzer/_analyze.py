@@ -23,7 +23,7 @@ import polars as pl
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
-from ._judge import JUDGES, Judge, fold, lexical_similarity, number_agreement
+from ._judge import JUDGES, LABELS, Judge, fold, lexical_similarity, number_agreement
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, sql
 
@@ -39,7 +39,6 @@ DEFAULT_ABSTAIN_PHRASES = (
 )
 MIN_SIM = 0.3
 MIN_SHARED_SIM = 0.1
-QUOTE_SEP = "\x1f"  # joins a claim's quotes into one key (classify.sql: chr(31))
 PART_TRACES = 100_000  # traces classified at a time: keeps memory flat whatever the run's size
 # the run's scope: every trace in the files it was given (t_scope, also traces whose spans were
 # stored from another file before), or with no files the whole store
@@ -318,8 +317,8 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
                 "case_id": case_id,
                 "claim_id": claim_id,
                 "text": text,
-                "cited_key": "|".join(cited),
-                "quotes_key": QUOTE_SEP.join(quotes),
+                "cited": list(cited),
+                "quotes": list(quotes),
                 "label": pick[0],
                 "rationale": pick[1],
             }
@@ -333,8 +332,8 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
                 "case_id": pl.Utf8,
                 "claim_id": pl.Utf8,
                 "text": pl.Utf8,
-                "cited_key": pl.Utf8,
-                "quotes_key": pl.Utf8,
+                "cited": pl.List(pl.Utf8),
+                "quotes": pl.List(pl.Utf8),
                 "label": pl.Utf8,
                 "rationale": pl.Utf8,
             },
@@ -353,8 +352,8 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
             [
                 {
                     "text": t,
-                    "cited_key": "|".join(cited),
-                    "quotes_key": QUOTE_SEP.join(q),
+                    "cited": list(cited),
+                    "quotes": list(q),
                     "label": r[0],
                     "rationale": r[1],
                 }
@@ -362,8 +361,8 @@ def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJ
             ],
             schema={
                 "text": pl.Utf8,
-                "cited_key": pl.Utf8,
-                "quotes_key": pl.Utf8,
+                "cited": pl.List(pl.Utf8),
+                "quotes": pl.List(pl.Utf8),
                 "label": pl.Utf8,
                 "rationale": pl.Utf8,
             },
@@ -394,15 +393,8 @@ def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldE
                     errors.append(GoldError(str(path), f"line {n}", "-", "not valid JSON; line skipped"))
     for where, r in records:
         label = (r.get("label") or "").strip()
-        if label not in ("entailed", "contradicted", "insufficient", "not_applicable"):
-            errors.append(
-                GoldError(
-                    str(path),
-                    where,
-                    "label",
-                    f"{label!r} is not entailed/contradicted/insufficient/not_applicable",
-                )
-            )
+        if label not in LABELS:
+            errors.append(GoldError(str(path), where, "label", f"{label!r} is not {'/'.join(LABELS)}"))
             continue
         if not r.get("trace_id") or not r.get("claim"):
             errors.append(GoldError(str(path), where, "trace_id/claim", "both are required"))
@@ -475,7 +467,15 @@ def analyze(
             phase("judging support" + of)
             _judge_tables(con, gold_set, cached_judge)
             phase("classifying" + of)
-            con.execute("INSERT INTO claim_results " + _sql_text("classify"), {"run_id": run_id})
+            con.execute(
+                "INSERT INTO claim_results " + _sql_text("classify"),
+                {
+                    "run_id": run_id,
+                    "bucket_order": list(BUCKETS),
+                    "labels": list(LABELS),
+                    "judge": f"{cached_judge.judge.name}@{cached_judge.judge.version}",
+                },
+            )
         phase("storing the run")
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})

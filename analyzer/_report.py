@@ -31,6 +31,7 @@ def trace_url(phoenix_url: str | None, trace_id: str | None) -> str | None:
 
 COLORS = {
     "access_violation": "#b91c1c",
+    "not_evaluable": "#6b7280",
     "invalid_citation": "#c2410c",
     "freshness": "#b45309",
     "retrieval_miss": "#7c3aed",

@@ -132,6 +132,23 @@ def _scenarios() -> list[Scenario]:
         },
         {"script": RIGHT["abstain"]},
     )
+    # 1b. not_evaluable: the app's adapter for a stage raised, so the trace cannot show that stage
+    s += _pair(
+        "retrieval-adapter-bug",
+        "warranty-claim",
+        "not_evaluable",
+        "retrieval",
+        {"script": RIGHT["warranty-claim"], "faults": Faults(buggy_adapter="retrieval")},
+        {"script": RIGHT["warranty-claim"]},
+    )
+    s += _pair(
+        "context-adapter-bug",
+        "refund-speed",
+        "not_evaluable",
+        "context",
+        {"script": RIGHT["refund-speed"], "faults": Faults(buggy_adapter="context")},
+        {"script": RIGHT["refund-speed"]},
+    )
     # 2. invalid_citation: a label the model never saw (a) / an invented chunk id (b)
     s += _pair(
         "unknown-label",

@@ -146,6 +146,7 @@ class Faults:
     shuffle_seed: int | None = None  # reorder the context (labels follow the new order)
     label_offset: int = 0  # number context labels from 1 + offset
     extra_chunks: tuple[Chunk, ...] = ()  # chunks only this request's index holds
+    buggy_adapter: str | None = None  # "retrieval" or "context": that stage's to_chunks adapter raises
 
 
 @dataclass
@@ -163,6 +164,11 @@ class Prompt:
 
 def _tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if t not in _STOP}
+
+
+def _adapter_bug(result: Any) -> Any:
+    """Stands in for an app's own ``to_chunks`` adapter with a bug: it raises on every call."""
+    raise KeyError("chunk_id")
 
 
 class PolicyBot:
@@ -195,6 +201,15 @@ class PolicyBot:
             random.Random(faults.shuffle_seed).shuffle(kept)
         labelled = [replace(c, label=str(i + 1 + faults.label_offset)) for i, c in enumerate(kept)]
         return Prompt(question, labelled)
+
+    # the same two stages behind an adapter with a bug: the trace cannot show what they did
+    @retrieval(to_chunks=_adapter_bug, name="search")
+    def search_via_buggy_adapter(self, query: str, groups: frozenset[str], faults: Faults) -> list[Chunk]:
+        return PolicyBot.search.__wrapped__(self, query, groups, faults)  # type: ignore[attr-defined,no-any-return]
+
+    @context_assembly(to_chunks=_adapter_bug, name="build_prompt")
+    def build_prompt_via_buggy_adapter(self, question: str, hits: list[Chunk], faults: Faults) -> Prompt:
+        return PolicyBot.build_prompt.__wrapped__(self, question, hits, faults)  # type: ignore[attr-defined,no-any-return]
 
     @generation
     def answer(self, prompt: Prompt, script: Any) -> Any:
@@ -256,8 +271,10 @@ class PolicyBot:
         faults = faults or Faults()
         groups = frozenset(principal.get("groups", [])) if isinstance(principal, dict) else frozenset()
         with request(question=question, case_id=case_id, principal=principal, as_of=as_of) as req:
-            hits = self.search(question, groups, faults)
-            prompt = self.build_prompt(question, hits, faults)
+            search = self.search_via_buggy_adapter if faults.buggy_adapter == "retrieval" else self.search
+            hits = search(question, groups, faults)
+            build = self.build_prompt_via_buggy_adapter if faults.buggy_adapter == "context" else self.build_prompt
+            prompt = build(question, hits, faults)
             if stream and isinstance(script, str):
                 answer: Any = "".join(self.answer_stream(prompt, script))
             else:

@@ -3,12 +3,16 @@
 --   per trace of an expect: abstain case -- and every factual generated claim that
 --   matches no gold claim. The evidence chain is walked in order:
 --   retrieved -> in context -> cited -> resolved -> rendered; the primary bucket is the
---   first flag in the order of DESIGN section 5 (most urgent repair first).
+--   first flag in $bucket_order (most urgent repair first). A claim whose evidence chain
+--   cannot be read (a stage span with an adapter error and no usable sibling, or a judgment
+--   that is missing or not a known label) is not_evaluable: never the bucket of a
+--   component that did nothing wrong, never ok.
 -- Grain: one row per classified claim.
--- Parameters: $run_id (VARCHAR).
+-- Parameters: $run_id (VARCHAR), $bucket_order (VARCHAR[]: the buckets most urgent first, from
+--   BUCKETS in analyzer/_store.py), $labels (VARCHAR[]: the judge labels), $judge (VARCHAR: name@version).
 -- Reads: t_traces, t_gold_claims, t_gold_chunks, t_gen_claims, t_match,
---   t_judged_gold (case_id, claim_id, text, cited_key, quotes_key, label, rationale),
---   t_judged_cited (text, cited_key, quotes_key, label, rationale), t_abstain (answer, abstains),
+--   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
+--   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (answer, abstains),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label).
@@ -126,6 +130,7 @@ rows AS (
 judged AS (
     SELECT r.*, t.expect, t.retrieved, t.context, t.as_of, t.started_at,
            t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
+           t.unreadable_stage, t.unreadable_span, t.unreadable_error,
            coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
            g.text AS gen_text, coalesce(g.cited, []) AS cited, coalesce(g.invalid, []) AS invalid,
            coalesce(h.label, jg.label, jc.label) AS support_label,
@@ -142,12 +147,10 @@ judged AS (
     LEFT JOIN t_gen_claims AS g ON g.trace_id = r.trace_id AND g.claim_idx = r.claim_idx
     LEFT JOIN t_judged_gold AS jg
            ON r.gold_claim_id IS NOT NULL AND jg.case_id = r.case_id AND jg.claim_id = r.gold_claim_id AND jg.text = g.text
-          AND jg.cited_key = array_to_string(list_sort(g.cited), '|')
-          AND jg.quotes_key = array_to_string(g.quotes, chr(31))
+          AND jg.cited = list_sort(g.cited) AND jg.quotes = g.quotes
     LEFT JOIN t_judged_cited AS jc
            ON r.gold_claim_id IS NULL AND jc.text = g.text
-          AND jc.cited_key = array_to_string(list_sort(g.cited), '|')
-          AND jc.quotes_key = array_to_string(g.quotes, chr(31))
+          AND jc.cited = list_sort(g.cited) AND jc.quotes = g.quotes
     LEFT JOIN t_human AS h
            ON h.trace_id = r.trace_id AND h.claim_key = coalesce(r.gold_claim_id, g.text)
 ),
@@ -155,6 +158,10 @@ judged AS (
 flagged AS (
     SELECT j.*,
            v.trace_id IS NOT NULL AS f_access,
+           -- a judgment this claim needs, and did not get in a known label
+           ((j.gold_claim_id IS NOT NULL AND j.gold_claim_id <> '(abstain)' AND j.claim_idx IS NOT NULL)
+                OR (j.gold_claim_id IS NULL AND len(j.cited) > 0))
+               AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)) AS no_judgment,
            len(j.invalid) > 0 AS f_invalid,
            s.what IS NOT NULL AS f_fresh,
            j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
@@ -183,22 +190,40 @@ flagged AS (
     LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
 ),
--- 6. the first flag wins
-bucketed AS (
+-- 6. not evaluable: a stage up to generation could not be read (everything after it is
+--    unknown), the judgment is missing, or resolution/render could not be read and nothing
+--    earlier already broke the chain
+evaluable AS (
     SELECT f.*,
-           CASE
-               WHEN f_access THEN 'access_violation'
-               WHEN f_invalid THEN 'invalid_citation'
-               WHEN f_fresh THEN 'freshness'
-               WHEN f_miss THEN 'retrieval_miss'
-               WHEN f_drop THEN 'context_drop'
-               WHEN f_ground THEN 'grounding'
-               WHEN f_uncited THEN 'uncited'
-               WHEN f_attr THEN 'attribution'
-               WHEN f_res OR f_ren THEN 'resolution'
-               ELSE 'ok'
-           END AS bucket
+           coalesce(f.unreadable_stage IN ('retrieval', 'context', 'generation'), false)
+           OR coalesce(f.no_judgment, false)
+           OR coalesce(f.unreadable_stage IN ('resolution', 'render')
+                       AND NOT (f_invalid OR f_fresh OR f_miss OR f_drop OR coalesce(f_ground, false)
+                                OR coalesce(f_uncited, false) OR coalesce(f_attr, false)), false) AS f_noteval
     FROM flagged AS f
+),
+-- 7. every flag that is up; the first of them in repair order wins
+named AS (
+    SELECT e.*,
+           list_filter([
+               CASE WHEN f_access THEN 'access_violation' END,
+               CASE WHEN f_noteval THEN 'not_evaluable' END,
+               CASE WHEN f_invalid THEN 'invalid_citation' END,
+               CASE WHEN f_fresh THEN 'freshness' END,
+               CASE WHEN f_miss THEN 'retrieval_miss' END,
+               CASE WHEN f_drop THEN 'context_drop' END,
+               CASE WHEN f_ground THEN 'grounding' END,
+               CASE WHEN f_uncited THEN 'uncited' END,
+               CASE WHEN f_attr THEN 'attribution' END,
+               CASE WHEN f_res OR f_ren THEN 'resolution' END
+           ], lambda x: x IS NOT NULL) AS raised
+    FROM evaluable AS e
+),
+bucketed AS (
+    SELECT n.*,
+           list_filter($bucket_order, lambda b: list_contains(n.raised, b)) AS flags,
+           coalesce(flags[1], 'ok') AS bucket
+    FROM named AS n
 )
 SELECT
     $run_id AS run_id,
@@ -209,6 +234,7 @@ SELECT
     bucket,
     CASE bucket
         WHEN 'access_violation' THEN access_stage
+        WHEN 'not_evaluable' THEN CASE WHEN no_judgment THEN 'generation' ELSE unreadable_stage END
         WHEN 'freshness' THEN 'retrieval'
         WHEN 'retrieval_miss' THEN 'retrieval'
         WHEN 'context_drop' THEN 'context'
@@ -218,6 +244,7 @@ SELECT
     END AS stage,
     CASE bucket
         WHEN 'access_violation' THEN access_span
+        WHEN 'not_evaluable' THEN CASE WHEN no_judgment THEN generation_span ELSE unreadable_span END
         WHEN 'freshness' THEN retrieval_span
         WHEN 'retrieval_miss' THEN retrieval_span
         WHEN 'context_drop' THEN context_span
@@ -225,19 +252,16 @@ SELECT
         WHEN 'ok' THEN NULL
         ELSE generation_span
     END AS span_id,
-    list_filter([
-        CASE WHEN f_access THEN 'access_violation' END,
-        CASE WHEN f_invalid THEN 'invalid_citation' END,
-        CASE WHEN f_fresh THEN 'freshness' END,
-        CASE WHEN f_miss THEN 'retrieval_miss' END,
-        CASE WHEN f_drop THEN 'context_drop' END,
-        CASE WHEN f_ground THEN 'grounding' END,
-        CASE WHEN f_uncited THEN 'uncited' END,
-        CASE WHEN f_attr THEN 'attribution' END,
-        CASE WHEN f_res OR f_ren THEN 'resolution' END
-    ], lambda x: x IS NOT NULL) AS flags,
+    flags,
     CASE bucket
         WHEN 'access_violation' THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
+        WHEN 'not_evaluable' THEN CASE
+             WHEN no_judgment AND support_label IS NULL THEN 'judge ' || $judge || ' gave no verdict for this claim'
+             WHEN no_judgment THEN 'judge ' || $judge || ' answered ''' || support_label || ''', not one of '
+                  || array_to_string($labels, ', ')
+             ELSE 'the ' || unreadable_stage || ' span could not be read ('
+                  || coalesce(unreadable_error, 'adapter error')
+                  || '); fix its adapter (to_chunks=) so the chain can be judged' END
         WHEN 'invalid_citation' THEN 'cites ' || array_to_string(invalid, ', ') || ', which the model was not given'
         WHEN 'freshness' THEN 'cites ' || stale_what
         WHEN 'retrieval_miss' THEN 'no support bundle was fully retrieved (needs one of '

@@ -53,7 +53,18 @@ picks AS (       -- which span of each stage counts, by id only: scalar aggregat
         arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
             FILTER (WHERE stage = 'resolution' AND res_marker IS NOT NULL) AS resolution_span,
         arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
-            FILTER (WHERE stage = 'render' AND ren_label IS NOT NULL) AS render_span
+            FILTER (WHERE stage = 'render' AND ren_label IS NOT NULL) AS render_span,
+        -- stage spans whose output could not be read at run time (rare: evaluated on those rows only)
+        arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'retrieval' AND adapter_error IS NOT NULL) AS retrieval_error,
+        arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'context' AND adapter_error IS NOT NULL) AS context_error,
+        arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'generation' AND adapter_error IS NOT NULL) AS generation_error,
+        arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'resolution' AND adapter_error IS NOT NULL) AS resolution_error,
+        arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
+            FILTER (WHERE stage = 'render' AND adapter_error IS NOT NULL) AS render_error
     FROM usable
     GROUP BY trace_id
     HAVING request_span IS NOT NULL
@@ -116,6 +127,8 @@ SELECT
     c.gold_case_id AS case_id,
     c.unmatched_reason,
     coalesce(c.candidates, []) AS candidates,
+    -- the first stage in chain order that has only unreadable spans: its claims are not_evaluable
+    u.err.stage AS unreadable_stage, u.err.span AS unreadable_span, u.err.error AS unreadable_error,
     g.expect,
     coalesce(c.principal_groups, g.principal_groups, []) AS principal_groups,
     coalesce(TRY_CAST(c.as_of AS DATE), g.as_of) AS as_of,
@@ -135,6 +148,13 @@ SELECT
     res.res_version, res.res_uri,
     c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id
 FROM cased AS c
+CROSS JOIN LATERAL (SELECT CASE
+        WHEN c.retrieval_span IS NULL AND c.retrieval_error IS NOT NULL THEN {'stage': 'retrieval', 'span': c.retrieval_error.span, 'error': c.retrieval_error.error}
+        WHEN c.context_span IS NULL AND c.context_error IS NOT NULL THEN {'stage': 'context', 'span': c.context_error.span, 'error': c.context_error.error}
+        WHEN c.generation_span IS NULL AND c.generation_error IS NOT NULL THEN {'stage': 'generation', 'span': c.generation_error.span, 'error': c.generation_error.error}
+        WHEN c.resolution_span IS NULL AND c.resolution_error IS NOT NULL THEN {'stage': 'resolution', 'span': c.resolution_error.span, 'error': c.resolution_error.error}
+        WHEN c.render_span IS NULL AND c.render_error IS NOT NULL THEN {'stage': 'render', 'span': c.render_error.span, 'error': c.render_error.error}
+    END AS err) AS u
 LEFT JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
 LEFT JOIN several_retrievals AS sr ON sr.trace_id = c.trace_id
 LEFT JOIN usable AS rt ON rt.trace_id = c.trace_id AND rt.span_id = c.retrieval_span

@@ -4,11 +4,9 @@
 
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 
--- the ten buckets in repair order, most urgent first: verdicts and reports sort by it
+-- the buckets in repair order, most urgent first: verdicts and reports sort by it. Filled
+-- (and kept up to date in older stores) from BUCKETS in analyzer/_store.py, the one definition.
 CREATE TABLE IF NOT EXISTS bucket_order (bucket VARCHAR PRIMARY KEY, position INTEGER NOT NULL);
-INSERT OR IGNORE INTO bucket_order VALUES
-    ('access_violation', 1), ('invalid_citation', 2), ('freshness', 3), ('retrieval_miss', 4),
-    ('context_drop', 5), ('grounding', 6), ('uncited', 7), ('attribution', 8), ('resolution', 9), ('ok', 10);
 
 -- The OTLP attribute helpers ingest_spans.sql reads values with; stored in the file so the
 -- query also runs in the duckdb CLI. `v` is an attribute value kept as JSON text.

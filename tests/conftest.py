@@ -87,6 +87,15 @@ def make_tracing(tmp_path: Path, **kwargs: Any) -> Tracing:
     return Tracing(handle, memory, trace_dir)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_log_once_state() -> None:
+    """citeline logs each kind of problem once per process; each test starts as a fresh process would."""
+    from citeline.instrumentation import _guard
+
+    with _guard._lock:
+        _guard._seen.clear()
+
+
 @pytest.fixture
 def tracing(tmp_path: Path) -> Iterator[Tracing]:
     t = make_tracing(tmp_path)

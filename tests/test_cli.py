@@ -61,6 +61,7 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert len(out["coverage"]["cases_without_trace"]) == 11 - len(asked)
     assert out["summary"] == {
         "access_violation": 0,
+        "not_evaluable": 0,
         "invalid_citation": 0,
         "freshness": 0,
         "retrieval_miss": 0,

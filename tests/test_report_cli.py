@@ -68,7 +68,7 @@ def test_gates_exit_non_zero_with_a_one_line_reason(two_nights: Path) -> None:
     lines = [ln for ln in bad.stderr.splitlines() if ln.startswith("citeline: gate")]
     assert len(lines) == 2
     assert re.fullmatch(r"citeline: gate access_violation>0 failed: access_violation is 3 claims in run \S+", lines[0])
-    assert re.fullmatch(r"citeline: gate uncited>4% failed: uncited is 5\.3% \(2 of 38 claims\) in run \S+", lines[1])
+    assert re.fullmatch(r"citeline: gate uncited>4% failed: uncited is 4\.8% \(2 of 42 claims\) in run \S+", lines[1])
     wrong = cli("report", "--fail-on", "groundingg>0", cwd=two_nights, check=False)
     assert wrong.returncode == 2
     assert "unknown name 'groundingg' in gate 'groundingg>0'" in wrong.stderr
@@ -87,11 +87,11 @@ def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Pat
     cli("report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights)
     failing = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)["failing_claims"]
     dom = chromium(tmp_path / "profile", "--dump-dom", page.as_uri()).stdout
-    assert dom.count('class="bar"') == 10 + 5  # ten buckets, five funnel steps
+    assert dom.count('class="bar"') == 11 + 5  # eleven buckets, five funnel steps
     for chart in ("chart-buckets", "chart-funnel", "chart-trend"):
         assert f'id="{chart}"' in dom
     assert dom.count('class="trend-line"') > 0
-    assert dom.count('class="failing-claim"') == len(failing) == 18
+    assert dom.count('class="failing-claim"') == len(failing) == 20
     first = failing[0]
     assert f'href="http://127.0.0.1:6006/redirects/spans/{first["span_id"]}"' in dom
     assert "returns-window" in dom and "window" in dom

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from citeline.analyzer._store import BUCKETS, query_path
+from citeline.analyzer._store import BUCKETS, connect, query_path
 
 T0 = dt.datetime(2026, 8, 10, 2, 0)
 REPORTS = [
@@ -26,14 +26,21 @@ REPORTS = [
     "report_regressions",
     "report_worst_cases",
     "report_failing_claims",
+    "report_coverage",
     "latest_run",
 ]
+N = len(BUCKETS)
+
+
+def new_store(path: Path) -> duckdb.DuckDBPyConnection:
+    """A store as citeline makes it (schema + bucket order), then opened by plain DuckDB."""
+    connect(path).close()
+    return duckdb.connect(str(path))
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    con = duckdb.connect(str(tmp_path / "store.duckdb"))
-    con.execute(query_path("schema").read_text())
+    con = new_store(tmp_path / "store.duckdb")
     yield con
     con.close()
 
@@ -93,7 +100,7 @@ def claim(
 
 
 def every_bucket_run(con: duckdb.DuckDBPyConnection, run_id: str = "r2") -> None:
-    """One claim per bucket (case c1..c10), plus a second ok claim on c10."""
+    """One claim per bucket (case c1..cN, in repair order), plus a second ok claim on cN."""
     add_run(con, run_id, T0)
     for i, bucket in enumerate(BUCKETS, start=1):
         claim(
@@ -106,7 +113,7 @@ def every_bucket_run(con: duckdb.DuckDBPyConnection, run_id: str = "r2") -> None
             stage=None if bucket == "ok" else "generation",
             span=None if bucket == "ok" else f"s{i}",
         )
-    claim(con, run_id, "t10", "c10", "g2", "ok")
+    claim(con, run_id, f"t{N}", f"c{N}", "g2", "ok")
 
 
 def test_every_report_file_has_a_header(store: duckdb.DuckDBPyConnection) -> None:
@@ -126,7 +133,8 @@ def test_buckets_every_bucket(store: duckdb.DuckDBPyConnection) -> None:
     every_bucket_run(store)
     rows = run(store, "report_buckets", run_id="r2")
     assert rows == [
-        (i, b, 2 if b == "ok" else 1, round((2 if b == "ok" else 1) / 11, 4)) for i, b in enumerate(BUCKETS, start=1)
+        (i, b, 2 if b == "ok" else 1, round((2 if b == "ok" else 1) / (N + 1), 4))
+        for i, b in enumerate(BUCKETS, start=1)
     ]
 
 
@@ -241,9 +249,9 @@ def test_worst_cases(store: duckdb.DuckDBPyConnection) -> None:
     claim(store, "r2", "t3b", "c3", "h", "uncited")
     rows = run(store, "report_worst_cases", run_id="r2", limit=3)
     assert rows == [
-        ("c3", 2, 2, "freshness", ["freshness", "uncited"]),
+        ("c3", 2, 2, "invalid_citation", ["invalid_citation", "uncited"]),
         ("c1", 1, 1, "access_violation", ["access_violation"]),
-        ("c2", 1, 1, "invalid_citation", ["invalid_citation"]),
+        ("c2", 1, 1, "not_evaluable", ["not_evaluable"]),
     ]
 
 
@@ -278,19 +286,19 @@ def test_every_bucket_run_through_funnel_metrics_trend_and_regressions(
 ) -> None:
     every_bucket_run(store)
     assert run(store, "report_funnel", run_id="r2") == [
-        (1, "retrieved", 11, 11, 1.0, 1.0),
-        (2, "in_context", 11, 11, 1.0, 1.0),
-        (3, "cited", 11, 11, 1.0, 1.0),
-        (4, "resolved", 11, 11, 1.0, 1.0),
-        (5, "rendered", 11, 11, 1.0, 1.0),
+        (1, "retrieved", N + 1, N + 1, 1.0, 1.0),
+        (2, "in_context", N + 1, N + 1, 1.0, 1.0),
+        (3, "cited", N + 1, N + 1, 1.0, 1.0),
+        (4, "resolved", N + 1, N + 1, 1.0, 1.0),
+        (5, "rendered", N + 1, N + 1, 1.0, 1.0),
     ]
     assert [r[1:5] for r in run(store, "report_citation_metrics", run_id="r2")] == [
-        ("validity", 11, 11, 1.0),
-        ("completeness", 11, 11, 1.0),
-        ("aligned_precision", 11, 11, 1.0),
-        ("unsupported_answers", 1, 10, 0.1),
-        ("abstention_rate", 0, 10, 0.0),
-        ("answer_coverage", 10, 10, 1.0),
+        ("validity", N + 1, N + 1, 1.0),
+        ("completeness", N + 1, N + 1, 1.0),
+        ("aligned_precision", N + 1, N + 1, 1.0),
+        ("unsupported_answers", 1, N, round(1 / N, 4)),
+        ("abstention_rate", 0, N, 0.0),
+        ("answer_coverage", N, N, 1.0),
     ]
     assert run(store, "report_trend", since=None) == [
         (dt.date(2026, 8, 10), "r2", b, 2 if b == "ok" else 1) for b in sorted(BUCKETS)
@@ -301,8 +309,7 @@ def test_every_bucket_run_through_funnel_metrics_trend_and_regressions(
 def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
     """duckdb.connect(store).execute(open(path).read(), params) for every report file."""
     db = tmp_path / "plain.duckdb"
-    con = duckdb.connect(str(db))
-    con.execute(query_path("schema").read_text())
+    con = new_store(db)
     every_bucket_run(con)
     con.close()
     params = {
@@ -313,6 +320,7 @@ def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
         "report_regressions": {"run_id": "r2", "previous_run_id": None},
         "report_worst_cases": {"run_id": "r2", "limit": 10},
         "report_failing_claims": {"run_id": "r2"},
+        "report_coverage": {"run_id": "r2"},
         "latest_run": {},
     }
     assert set(params) == set(REPORTS)
@@ -326,3 +334,29 @@ def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
         finally:
             plain.close()
         assert rows or name == "report_regressions", name
+
+
+def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
+    add_run(store, "r0", T0)
+    assert run(store, "report_coverage", run_id="r0") == [(0, 0, 0, 1.0, [], 0, [])]
+    store.execute(
+        "INSERT INTO runs VALUES ('r1', ?, ?, 'gold.yaml', 'rules', 3, 9, 0, 7, 3)", [T0, T0]
+    )  # 7 traces read, 3 joined
+    for trace, reason in [("t4", "ambiguous"), ("t5", "unknown_case_id"), ("t6", "unknown_case_id"), ("t7", "x")]:
+        store.execute("INSERT INTO unmatched_traces VALUES ('r1', ?, ?, [])", [trace, reason])
+    store.execute("INSERT INTO missing_cases VALUES ('r1', 'c9'), ('r1', 'c2'), ('r0', 'c5')")
+    assert run(store, "report_coverage", run_id="r1") == [
+        (
+            7,
+            3,
+            4,
+            round(3 / 7, 4),
+            [
+                {"reason": "ambiguous", "traces": 1},
+                {"reason": "unknown_case_id", "traces": 2},
+                {"reason": "x", "traces": 1},
+            ],
+            2,
+            ["c2", "c9"],
+        )
+    ]
