@@ -109,7 +109,7 @@ class AnalysisResult:
         return [str(p) for p in self.ingest.problems] + [str(e) for e in self.gold_errors]
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON contract of ``citeline analyze --format json`` (DESIGN section 7)."""
+        """The JSON contract of ``citeline analyze --format json`` (docs/design.md, "JSON output")."""
         return {
             "run_id": self.run_id,
             "summary": self.summary,

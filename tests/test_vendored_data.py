@@ -25,3 +25,18 @@ def test_no_test_reads_outside_the_repository() -> None:
     outside = re.compile(r"parents\[1\]\.parent|\.\./shared|\"shared\"")
     offenders = [p.name for p in TESTS.glob("*.py") if p.name != Path(__file__).name and outside.search(p.read_text())]
     assert offenders == []
+
+
+def test_the_repository_cites_only_what_it_holds() -> None:
+    """The design lives in docs/: nothing points at a DESIGN.md outside the repository."""
+    root = TESTS.parent
+    files = [
+        *root.glob("*.md"),
+        *root.glob("docs/*.md"),
+        *root.glob("analyzer/*.py"),
+        *root.glob("instrumentation/*.py"),
+    ]
+    files += [*root.glob("queries/*.sql"), *root.glob("examples/*.py")]
+    assert [p.name for p in files if "DESIGN" in p.read_text()] == []
+    for link in re.findall(r"\]\((docs/[\w.-]+\.md)", (root / "README.md").read_text()):
+        assert (root / link).is_file(), link
