@@ -90,14 +90,74 @@ class GoldSet:
     """Why the set as a whole could not be read (then it holds nothing); None when it could."""
 
 
+#: bounds for a gold file someone else wrote: anchors a real gold set needs, nesting far past its shape
+MAX_ALIASES = 100
+MAX_DEPTH = 50
+
+
+class _Hostile(yaml.YAMLError):
+    """A structure no gold set needs (alias bomb, deep nesting, a repeated key), with its place."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.problem_mark = yaml.Mark("", 0, line - 1, 0, "", 0)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that remembers the line each mapping starts on."""
+    """SafeLoader that remembers the line each mapping and sequence item starts on, and refuses
+    alias bombs, nesting deeper than MAX_DEPTH and keys repeated in one mapping."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        if isinstance(event, yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise _Hostile(
+                    line,
+                    f"more than {MAX_ALIASES} aliases (*name): refused, a gold set needs none (alias bomb?)",
+                )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Hostile(line, f"nested deeper than {MAX_DEPTH} levels: refused")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+    first_line: dict[str, int] = {}
+    for key_node, _value in node.value:
+        key = str(loader.construct_object(key_node, deep=True))
+        line = key_node.start_mark.line + 1
+        if key in first_line:
+            raise _Hostile(line, f"key {key!r} appears twice in one mapping (lines {first_line[key]} and {line})")
+        first_line[key] = line
     mapping: dict[str, Any] = {str(k): v for k, v in loader.construct_mapping(node, deep=True).items()}
     mapping[_LINE] = node.start_mark.line + 1
     return mapping
+
+
+class _Items(list[Any]):
+    """A YAML sequence that knows the line of each item (to name a bad entry by line)."""
+
+    lines: list[int]
+
+
+def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> list[Any]:
+    items = _Items(loader.construct_sequence(node, deep=True))
+    items.lines = [child.start_mark.line + 1 for child in node.value]
+    return items
 
 
 def _construct_timestamp(loader: _LineLoader, node: yaml.ScalarNode) -> str:
@@ -106,6 +166,7 @@ def _construct_timestamp(loader: _LineLoader, node: yaml.ScalarNode) -> str:
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 _LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 
@@ -154,9 +215,11 @@ class _Reader:
         return [str(v) for v in value]
 
 
-def _where(rec: Any, fallback: str) -> str:
+def _where(rec: Any, fallback: str, items: Any = None, i: int = 0) -> str:
     if isinstance(rec, dict) and _LINE in rec:
         return f"line {rec[_LINE]}"
+    if isinstance(items, _Items) and i < len(items.lines):
+        return f"line {items.lines[i]}"
     return fallback
 
 
@@ -210,7 +273,12 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
         pid = principal
     elif isinstance(principal, dict):
         pid = str(principal.get("id") or "")
-        groups = [str(g) for g in principal.get("groups") or []]
+        raw_groups = principal.get("groups") or []
+        if isinstance(raw_groups, list) and all(isinstance(g, str | int) for g in raw_groups):
+            groups = [str(g) for g in raw_groups]
+        else:
+            r.error(where, "principal.groups", "must be a list of group names, e.g. groups: [staff]")
+            ok = False
     elif principal is not None:
         r.error(where, "principal", "must be an id string or {id: ..., groups: [...]}")
         ok = False
@@ -276,9 +344,14 @@ def _jsonl(path: Path, r: _Reader) -> Iterator[tuple[Any, str]]:
         if not line.strip():
             continue
         try:
-            yield json.loads(line), f"line {n}"
+            record = json.loads(line)
         except ValueError as exc:
             r.error(f"line {n}", "-", f"not valid JSON ({exc}); the line is skipped")
+            continue
+        except RecursionError:
+            r.error(f"line {n}", "-", "nested too deeply to read; the line is skipped")
+            continue
+        yield record, f"line {n}"
 
 
 def load_gold(path: str | Path) -> GoldSet:
@@ -308,11 +381,16 @@ def load_gold(path: str | Path) -> GoldSet:
     try:
         raw = path.read_text(encoding="utf-8")
         data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_LineLoader)
+    except RecursionError:
+        gold.errors.append(GoldError(str(path), "-", "-", "nested too deeply to read: refused"))
+        gold.unreadable = "nested too deeply to read: refused"
+        return gold
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else f"line {getattr(exc, 'lineno', '-')}"
-        gold.errors.append(GoldError(str(path), where, "-", f"cannot parse: {exc}".splitlines()[0]))
-        gold.unreadable = f"{where}: " + f"cannot parse: {exc}".splitlines()[0]
+        why = str(exc) if isinstance(exc, _Hostile) else f"cannot parse: {exc}".splitlines()[0]
+        gold.errors.append(GoldError(str(path), where, "-", why))
+        gold.unreadable = f"{where}: {why}"
         return gold
     if not isinstance(data, dict):
         gold.errors.append(GoldError(str(path), "line 1", "-", "expected a mapping with 'corpus' and 'cases'"))
@@ -324,8 +402,8 @@ def load_gold(path: str | Path) -> GoldSet:
         gold.errors.append(GoldError(str(path), "-", "corpus/cases", "both must be lists"))
         gold.unreadable = "corpus and cases must both be lists"
         return gold
-    _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]")) for i, rec in enumerate(corpus)])
-    _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]")) for i, rec in enumerate(cases)])
+    _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]", corpus, i)) for i, rec in enumerate(corpus)])
+    _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]", cases, i)) for i, rec in enumerate(cases)])
     gold.errors.extend(r.errors)
     return gold
 
