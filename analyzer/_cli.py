@@ -216,7 +216,7 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     try:
         gates = [parse_gate(g) for g in args.fail_on or []]
-        con = connect(args.db)
+        con = connect(args.db, read_only=True)  # a report only reads: a read-only store is fine
         try:
             report = build_report(con, args.run, phoenix_url=_phoenix_url(args))
         finally:
@@ -389,10 +389,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_paths(args: argparse.Namespace) -> str | None:
+    """One line about a path argument that cannot work, before anything runs."""
+    labels = getattr(args, "labels", None)
+    if labels and not Path(labels).is_file():
+        what = "a folder" if Path(labels).is_dir() else "missing"
+        return f"--labels {labels}: {what}; give a CSV or JSONL file of human labels"
+    out = getattr(args, "out", None)
+    if out:
+        if Path(out).is_dir():
+            return f"--out {out} is a folder; give a file name such as report.html"
+        if not Path(out).resolve().parent.is_dir():
+            return f"--out {out}: the folder {Path(out).parent} does not exist"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``citeline`` console script."""
+    from ._store import StoreError
+
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    problem = _check_paths(args)
+    if problem:
+        print(f"citeline: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except StoreError as exc:
+        print(f"citeline: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -80,6 +80,33 @@ def _read(path: Path) -> bytes:
     return path.read_bytes()
 
 
+_SNIFF_BYTES = 64 * 1024
+
+
+def _not_trace_file(path: Path) -> str | None:
+    """Why ``path`` cannot be a trace file, or None. Looks at the start of its first line only;
+    a gzip file is read through to its end, since a truncated one would fail the whole batch."""
+    try:
+        if path.suffix == ".gz":
+            if path.stat().st_size == 0:
+                return "an empty .gz file (zero bytes), not gzip data"
+            with gzip.open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+                while f.read(16 * 1024 * 1024):
+                    pass
+        else:
+            with open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return f"not a readable gzip file ({type(exc).__name__}: {exc})"
+    first = head.lstrip().split(NEWLINE, 1)[0]
+    if not first:
+        return None  # empty or blank: nothing to read, nothing wrong
+    if not first.startswith(b"{") or b'"resourceSpans"' not in first:
+        return "not a trace file: its first line is not an OTLP ExportTraceServiceRequest (resourceSpans)"
+    return None
+
+
 def _line_count(data: bytes) -> int:
     """Lines in a file's bytes (blank lines count; _diagnose sorts that out when it matters)."""
     return data.count(NEWLINE) + (1 if data and not data.endswith(NEWLINE) else 0)
@@ -224,6 +251,10 @@ def ingest(
     for f in files:
         if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
+        elif (why := _not_trace_file(f)) is not None:  # named once, skipped whole
+            report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
+            report.skipped += 1
+            report.paths.remove(str(f))
         else:
             todo.append(f)
     total = sum(sizes[f] for f in todo)

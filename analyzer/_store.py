@@ -38,13 +38,75 @@ def query_path(name: str) -> Path:
     return Path(str(resources.files("citeline.queries").joinpath(f"{name}.sql")))
 
 
-def connect(path: str | Path = DEFAULT_DB, *, memory_limit: str = "1536MB") -> duckdb.DuckDBPyConnection:
-    """Open (or create) a store; the schema is applied idempotently."""
-    con = duckdb.connect(str(path))
-    con.execute(f"SET memory_limit = '{memory_limit}'")  # a setting, not data: nothing user-given
-    con.execute("SET preserve_insertion_order = false")
-    con.execute(sql("schema"))
-    _sync_bucket_order(con)
+class StoreError(Exception):
+    """The store cannot be used as it is (not a citeline store, in use, a folder); nothing was changed."""
+
+
+_DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+_CITELINE_TABLES = {"meta", "spans", "runs"}  # a store made before the marker existed has these
+
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder; --db takes a store file such as citeline.duckdb")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head.startswith(b"SQLite format 3"):
+        raise StoreError(f"{path} is a SQLite database, not a citeline store; pass --db with a new file name")
+    if head[8:12] != _DUCKDB_MAGIC:
+        raise StoreError(f"{path} is not a DuckDB file; pass --db with a citeline store or a new file name")
+
+
+def _check_ours(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a DuckDB file some other program owns: its tables are never altered."""
+    tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if not tables:
+        return  # new
+    marked = "meta" in tables and con.execute("SELECT 1 FROM meta WHERE key = 'citeline_store'").fetchall()
+    if not marked and not tables.issuperset(_CITELINE_TABLES):
+        shown = ", ".join(sorted(tables)[:6])
+        raise StoreError(
+            f"{path} is a DuckDB file of another program (tables: {shown}); citeline changes nothing in it. "
+            "Pass --db with a citeline store or a new file name"
+        )
+
+
+def connect(
+    path: str | Path = DEFAULT_DB, *, memory_limit: str = "1536MB", read_only: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open (or create) a store; the schema is applied idempotently (not when ``read_only``).
+
+    Raises :class:`StoreError`, changing nothing, for a folder, a file that is not a
+    DuckDB database (a SQLite file never makes DuckDB fetch an extension), a DuckDB file
+    of another program, or a store another process holds.
+    """
+    target = Path(str(path))
+    memory = str(path) == ":memory:"
+    if not memory:
+        _check_file(target)
+    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    try:
+        con = duckdb.connect(str(path), read_only=read_only and not memory, config=config)  # type: ignore[arg-type]
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise StoreError(
+                f"the store {path} is in use by another process (another analyze?); wait for it or pass another --db"
+            ) from exc
+        raise StoreError(f"cannot open the store {path}: {str(exc).splitlines()[0]}") from exc
+    try:
+        if not memory:
+            _check_ours(con, target)
+        con.execute(f"SET memory_limit = '{memory_limit}'")  # a setting, not data: nothing user-given
+        con.execute("SET preserve_insertion_order = false")
+        if not read_only:
+            con.execute(sql("schema"))
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('citeline_store', '1')")
+            _sync_bucket_order(con)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 

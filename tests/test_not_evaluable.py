@@ -119,9 +119,11 @@ def test_the_bucket_order_is_spelled_in_one_place() -> None:
 
 def test_an_older_store_learns_the_new_bucket_order(tmp_path: Path) -> None:
     db = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE bucket_order (bucket VARCHAR PRIMARY KEY, position INTEGER NOT NULL)")
-    con.execute("INSERT INTO bucket_order VALUES ('access_violation', 1), ('ok', 2)")
+    connect(db).close()
+    con = duckdb.connect(str(db))  # make it look like a store from before not_evaluable and the marker
+    con.execute("DELETE FROM meta WHERE key = 'citeline_store'")
+    con.execute("DELETE FROM bucket_order")
+    con.execute("INSERT INTO bucket_order VALUES ('access_violation', 1), ('invalid_citation', 2), ('ok', 3)")
     con.close()
     connect(db).close()
     con = duckdb.connect(str(db))
