@@ -10,7 +10,11 @@ Pull goes through the same door as trace files: spans fetched from Phoenix
 are written as OTLP/JSON lines (one trace per line)
 next to the store and ingested by ``queries/ingest_spans.sql``. It is
 incremental: the newest span start seen per (server, project) is kept in the
-store's ``meta`` table and the next pull starts there.
+store's ``meta`` table, in nanoseconds, and the next pull starts ``overlap``
+(default one hour) before it: a span reaches Phoenix when it *ends*, so a
+request span still open during one pull starts before that pull's newest
+span. Spans pulled twice are stored once. Pages are fetched until Phoenix
+has no more.
 
 Annotate writes one annotation named ``citeline`` per failing claim onto the
 span where the chain broke (label = bucket, explanation = reason, identifier =
@@ -24,6 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,11 +59,12 @@ class _Rest:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 
-    def spans(self, project: str, start: dt.datetime | None, limit: int) -> list[dict[str, Any]]:
+    def spans(self, project: str, start: dt.datetime | None, page_size: int) -> list[dict[str, Any]]:
+        """Every span starting at or after ``start``, page after page until Phoenix has no more."""
         out: list[dict[str, Any]] = []
         cursor: str | None = None
-        while len(out) < limit:
-            params: dict[str, Any] = {"limit": min(1000, limit - len(out))}
+        while True:
+            params: dict[str, Any] = {"limit": page_size}
             if start is not None:
                 params["start_time"] = start.isoformat()
             if cursor:
@@ -69,8 +75,7 @@ class _Rest:
             out += body["data"]
             cursor = body.get("next_cursor")
             if not cursor:
-                break
-        return out
+                return out
 
     def annotate(self, items: Sequence[dict[str, Any]]) -> None:
         resp = self.http.post("/v1/span_annotations", params={"sync": "true"}, json={"data": list(items)})
@@ -128,13 +133,28 @@ def _since(text: str | None) -> dt.datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_ISO = re.compile(r"^(?P<base>[^.]*T\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?(?P<zone>Z|[+-]\d\d:?\d\d)?$")
+
+
 def _ns(ts: Any) -> int:
+    """Nanoseconds since the epoch, in integers all the way (a float loses the last digits)."""
+    if isinstance(ts, int):
+        return ts
     if isinstance(ts, str):
-        ts = dt.datetime.fromisoformat(ts)
+        m = _ISO.match(ts.strip())
+        if m is None:
+            raise ValueError(f"not an ISO time: {ts!r}")
+        zone = m.group("zone") or "+00:00"
+        whole = dt.datetime.fromisoformat(m.group("base") + ("+00:00" if zone == "Z" else zone))
+        frac = int((m.group("frac") or "0").ljust(9, "0")[:9])
+        seconds: int = (whole - _EPOCH) // dt.timedelta(seconds=1)
+        return seconds * 1_000_000_000 + frac
     if isinstance(ts, dt.datetime):
         if ts.tzinfo is None:
             ts = ts.replace(tzinfo=dt.UTC)
-        return int(ts.timestamp() * 1e9)
+        micros: int = (ts - _EPOCH) // dt.timedelta(microseconds=1)
+        return micros * 1000
     return int(ts or 0)
 
 
@@ -172,18 +192,19 @@ def pull(
     *,
     since: str | None = None,
     folder: Path,
-    limit: int = 1_000_000,
+    page_size: int = 1000,
+    overlap: dt.timedelta = dt.timedelta(hours=1),
 ) -> PullReport:
-    """Fetch spans newer than the last pull (or ``since``) and ingest them."""
+    """Fetch spans newer than the last pull minus ``overlap`` (or ``since``) and ingest them."""
     key = f"pull:{url.rstrip('/')}:{project}"
     rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
     start = _since(since)
     if rows:
-        last = dt.datetime.fromisoformat(rows[0][0])
+        last = _EPOCH + dt.timedelta(microseconds=_watermark(rows[0][0]) // 1000) - overlap
         start = max(start, last) if start else last
     rest = _Rest(url)
     try:
-        spans = rest.spans(project, start, limit)
+        spans = rest.spans(project, start, page_size)
     except Exception as exc:  # every failure becomes one clear message
         raise _explain(exc, url, project) from exc
     finally:
@@ -192,12 +213,11 @@ def pull(
     if not spans:
         return report
     traces: dict[str, list[dict[str, Any]]] = {}
-    newest_ns = _ns(start) if start else 0
+    newest_ns = _watermark(rows[0][0]) if rows else 0
     for s in spans:
         span = _otlp_span(s)
         traces.setdefault(span["traceId"], []).append(span)
         newest_ns = max(newest_ns, int(span["startTimeUnixNano"]))
-    newest = dt.datetime.fromtimestamp(newest_ns / 1e9, dt.UTC)
     resource = {"attributes": key_values({"service.name": f"phoenix:{project}"})}
     folder.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
@@ -216,8 +236,13 @@ def pull(
     report.traces = len(traces)
     report.file = path
     report.ingest = ingest(con, [path])
-    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, newest.isoformat()])
+    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, str(newest_ns)])
     return report
+
+
+def _watermark(value: str) -> int:
+    """The stored newest span start: nanoseconds (older stores kept an ISO time)."""
+    return int(value) if value.isdigit() else _ns(value)
 
 
 def _safe(name: str) -> str:
