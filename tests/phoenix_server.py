@@ -124,3 +124,14 @@ def fetch_spans(url: str, project: str) -> list[dict[str, Any]]:
         cursor = body.get("next_cursor")
         if not cursor:
             return out
+
+
+def wait_for_spans(url: str, project: str, expected: int, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """The project's spans once at least ``expected`` are there (Phoenix persists asynchronously),
+    or whatever is there after ``timeout`` seconds: the caller asserts the count."""
+    deadline = time.monotonic() + timeout
+    while True:
+        spans = fetch_spans(url, project)
+        if len(spans) >= expected or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.3)

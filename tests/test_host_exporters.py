@@ -12,14 +12,13 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import read_trace_files
-from tests.phoenix_server import PhoenixServer, fetch_spans
+from tests.phoenix_server import PhoenixServer, wait_for_spans
 
 APP = """
 from citeline.instrumentation import configure, retrieval, generation, request
@@ -60,15 +59,6 @@ PHOENIX_REGISTER = (
 )
 
 
-def _wait_for(url: str, project: str, n: int) -> list[dict[str, object]]:
-    deadline = time.monotonic() + 60
-    while True:
-        spans = fetch_spans(url, project)
-        if len(spans) >= n or time.monotonic() > deadline:
-            return spans
-        time.sleep(0.5)
-
-
 @pytest.mark.integration
 def test_phoenix_register_keeps_sending_to_phoenix_after_configure(phoenix: PhoenixServer, tmp_path: Path) -> None:
     project = "host-keeps-phoenix"
@@ -80,7 +70,7 @@ def test_phoenix_register_keeps_sending_to_phoenix_after_configure(phoenix: Phoe
         check=True,
     )
     # every span reaches Phoenix through the host's own exporter ...
-    spans = _wait_for(phoenix.url, project, 9)
+    spans = wait_for_spans(phoenix.url, project, 9)
     assert sorted(s["name"] for s in spans) == ["answer"] * 3 + ["request"] * 3 + ["search"] * 3
     # ... and the same spans land in citeline's trace files
     files = read_trace_files(tmp_path / "t")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -11,18 +10,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from citeline.examples.policy_bot import SAMPLE, PolicyBot, run_sample
 from citeline.instrumentation import configure
-from tests.phoenix_server import PhoenixServer, fetch_spans
+from tests.phoenix_server import PhoenixServer, wait_for_spans
 
 pytestmark = pytest.mark.integration
-
-
-def _spans(url: str, project: str, expected: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 60
-    while True:
-        spans = fetch_spans(url, project)
-        if len(spans) >= expected or time.monotonic() > deadline:
-            return spans
-        time.sleep(0.5)
 
 
 def test_each_stage_reaches_phoenix_with_kind_and_chunk_ids(phoenix: PhoenixServer) -> None:
@@ -36,7 +26,7 @@ def test_each_stage_reaches_phoenix_with_kind_and_chunk_ids(phoenix: PhoenixServ
     finally:
         handle.shutdown()
 
-    spans = _spans(phoenix.url, project, expected=6 * len(SAMPLE))
+    spans = wait_for_spans(phoenix.url, project, 6 * len(SAMPLE))
     assert len(spans) == 6 * len(SAMPLE)
     by_trace: dict[str, dict[str, dict[str, Any]]] = {}
     for s in spans:

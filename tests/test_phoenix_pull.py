@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import duckdb
@@ -15,7 +14,7 @@ from opentelemetry.trace import set_span_in_context
 
 from citeline.analyzer._phoenix import _ns, pull
 from citeline.analyzer._store import connect
-from tests.phoenix_server import PhoenixServer, fetch_spans
+from tests.phoenix_server import PhoenixServer, wait_for_spans
 
 pytestmark = pytest.mark.integration
 T0 = 1_796_000_000_123_456_000  # ns, a whole microsecond (what Phoenix keeps)
@@ -28,10 +27,7 @@ def _provider(url: str, project: str) -> TracerProvider:
 
 
 def _wait(url: str, project: str, n: int) -> None:
-    deadline = time.monotonic() + 60
-    while len(fetch_spans(url, project)) < n:
-        assert time.monotonic() < deadline, f"Phoenix did not persist {n} spans"
-        time.sleep(0.3)
+    assert len(wait_for_spans(url, project, n)) == n, f"Phoenix did not persist {n} spans"
 
 
 def _stored(db: Path) -> dict[str, tuple[int, int]]:
