@@ -442,6 +442,7 @@ def analyze(
         bounds = _slices(con, parts, scope)
         cached_judge = _CachedJudge(con, JUDGES[judge]())
         _question_table(con, scope)
+        joined_by_content, unjoined = 0, set[str]()
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
             of = f" ({part + 1}/{parts})" if parts > 1 else ""
             phase("joining traces to cases" + of)
@@ -456,6 +457,8 @@ def analyze(
                 {"r": run_id},
             )
             con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
+            joined_by_content += _identity_by_content(con, unjoined)
+            con.execute(sql("content_drift"))
             phase("splitting answers into claims" + of)
             _answer_tables(con, abstain_phrases)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
@@ -489,6 +492,17 @@ def analyze(
             con.execute("SELECT count(*) FROM unmatched_traces WHERE run_id = $r", {"r": run_id}).fetchall()[0][0]
         )
         errors = gold_set.errors + label_errors
+        if joined_by_content or unjoined:
+            report.problems.append(
+                Problem(
+                    "chunk identity",
+                    "-",
+                    "citeline.chunks.derived_ids",
+                    f"{joined_by_content} chunk id(s) the app did not give joined the gold corpus by content hash; "
+                    f"{len(unjoined)} joined nothing (their text is not in the gold corpus, or met two texts): "
+                    f"{', '.join(sorted(unjoined)[:5])}",
+                )
+            )
         _store_problems(con, run_id, report.problems, errors)
         counts = dict.fromkeys(BUCKETS, 0)
         for bucket, n in con.execute(
@@ -523,6 +537,28 @@ def analyze(
     finally:
         if own:
             con.close()
+
+
+_REMAP = (  # every chunk id list of t_traces, through the derived-id map (content_identity.sql)
+    "CREATE OR REPLACE TEMP TABLE t_traces AS SELECT * REPLACE ("
+    + ", ".join(
+        f"list_transform({col}, lambda x: coalesce(m.ids[x], x)) AS {col}"
+        for col in ("retrieved", "context", "map_chunk_id", "evidence_chunk", "res_chunk_id", "ren_chunk_id")
+    )
+    + ") FROM t_traces, (SELECT map_from_entries(list({'key': from_id, 'value': to_id})) AS ids "
+    "FROM t_id_map WHERE to_id IS NOT NULL) AS m"
+)
+
+
+def _identity_by_content(con: duckdb.DuckDBPyConnection, unjoined: set[str]) -> int:
+    """Derived chunk ids in this slice -> gold ids by content hash; how many joined (unjoined collected)."""
+    con.execute(sql("content_identity"))
+    rows = con.execute("SELECT from_id, to_id FROM t_id_map").fetchall()
+    joined = sum(1 for _f, to in rows if to is not None)
+    unjoined.update(f for f, to in rows if to is None)
+    if joined:
+        con.execute(_REMAP)
+    return joined
 
 
 def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> None:

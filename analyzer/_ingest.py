@@ -278,9 +278,10 @@ def ingest(
             done += sizes[f]
             report.bytes += sizes[f]
             report.files += 1
-        skipped_spans = _span_problems(con, names)
-        report.problems.extend(skipped_spans)
-        report.skipped += len(skipped_spans)
+        span_problems = _span_problems(con, names)
+        report.problems.extend(span_problems)
+        # an unreadable stage is named, not skipped: its span stays and its claims are not_evaluable
+        report.skipped += sum(1 for p in span_problems if p.field != "citeline.adapter_error")
         if progress:
             progress(done, total)
     con.execute("DROP TABLE IF EXISTS t_batch")
@@ -360,9 +361,14 @@ def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Pro
     """Spans of an unknown schema version, or missing what their stage needs."""
     rows = run(con, "span_problems", {"files": files, "known": SCHEMA_VERSIONS}).fetchall()
     out: list[Problem] = []
-    for source, trace_id, span_id, stage, version, fld, unknown in rows:
+    for source, trace_id, span_id, stage, version, fld, unknown, adapter_error in rows:
         place = f"{_line_of(source, span_id)} (trace {trace_id} span {span_id})"
-        if unknown:
+        if fld == "citeline.adapter_error" and not unknown:
+            message = (
+                f"the {stage} span could not be read when the app ran ({adapter_error}): claims that need it are "
+                "not_evaluable; fix the adapter (to_chunks=) or what the stage returns"
+            )
+        elif unknown:
             message = (
                 f"unknown schema version {version!r}; this analyzer reads "
                 f"{', '.join(SCHEMA_VERSIONS)}: span skipped, upgrade citeline to read it"

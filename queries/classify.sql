@@ -15,7 +15,8 @@
 --   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (answer, abstains),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
---   t_human (trace_id, claim_key, label).
+--   t_human (trace_id, claim_key, label),
+--   t_trace_drift (trace_id, chunk_id, served_hash, gold_hash: content_drift.sql).
 WITH
 -- 1. every chunk each stage exposed, in chain order
 res_rows AS (
@@ -107,6 +108,13 @@ mis_resolved AS (
     FROM label_checks
     GROUP BY trace_id, claim_idx
 ),
+drifted AS (     -- 3b. freshness too: the index served another text under a gold id and version
+    SELECT trace_id, list(chunk_id) AS ids,
+           string_agg(chunk_id || ' with content hash ' || served_hash || ' where the gold corpus has ' || gold_hash,
+                      ', ' ORDER BY chunk_id) AS what
+    FROM t_trace_drift
+    GROUP BY trace_id
+),
 -- 4. the rows to classify
 gold_rows AS (
     SELECT t.trace_id, t.case_id, gc.claim_id AS gold_claim_id, gc.bundles, m.claim_idx
@@ -158,12 +166,15 @@ judged AS (
 flagged AS (
     SELECT j.*,
            v.trace_id IS NOT NULL AS f_access,
+           dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids)) AS f_drift,
+           dr.what AS drift_what,
            -- a judgment this claim needs, and did not get in a known label
            ((j.gold_claim_id IS NOT NULL AND j.gold_claim_id <> '(abstain)' AND j.claim_idx IS NOT NULL)
                 OR (j.gold_claim_id IS NULL AND len(j.cited) > 0))
                AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)) AS no_judgment,
            len(j.invalid) > 0 AS f_invalid,
-           s.what IS NOT NULL AS f_fresh,
+           s.what IS NOT NULL
+               OR (dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids))) AS f_fresh,
            j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
            j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AS f_drop,
            CASE
@@ -188,6 +199,7 @@ flagged AS (
     FROM judged AS j
     LEFT JOIN violations AS v USING (trace_id)
     LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
+    LEFT JOIN drifted AS dr ON dr.trace_id = j.trace_id
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
 ),
 -- 6. not evaluable: a stage up to generation could not be read (everything after it is
@@ -221,8 +233,9 @@ named AS (
 ),
 bucketed AS (
     SELECT n.*,
-           list_filter($bucket_order, lambda b: list_contains(n.raised, b)) AS flags,
-           coalesce(flags[1], 'ok') AS bucket
+           list_filter($bucket_order, lambda b: list_contains(n.raised, b))
+               || CASE WHEN n.f_drift THEN ['content_drift'] ELSE [] END AS flags,
+           coalesce(list_filter($bucket_order, lambda b: list_contains(n.raised, b))[1], 'ok') AS bucket
     FROM named AS n
 )
 SELECT
@@ -263,7 +276,8 @@ SELECT
                   || coalesce(unreadable_error, 'adapter error')
                   || '); fix its adapter (to_chunks=) so the chain can be judged' END
         WHEN 'invalid_citation' THEN 'cites ' || array_to_string(invalid, ', ') || ', which the model was not given'
-        WHEN 'freshness' THEN 'cites ' || stale_what
+        WHEN 'freshness' THEN CASE WHEN stale_what IS NOT NULL THEN 'cites ' || stale_what
+             ELSE 'content drift: the index served ' || drift_what || ' (same id and version, other text)' END
         WHEN 'retrieval_miss' THEN 'no support bundle was fully retrieved (needs one of '
              || array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'), ' or ') || ')'
         WHEN 'context_drop' THEN 'support was retrieved but not all of it reached the model'

@@ -65,6 +65,9 @@ picked AS (
         CASE WHEN k_stage = 'request' THEN otlp_strings(otlp_value(k, v, 'citeline.request.principal.groups')) END AS principal_groups,
         CASE WHEN k_stage = 'request' THEN otlp_string(otlp_value(k, v, 'citeline.request.as_of')) END AS as_of,
         CASE WHEN k_stage IN ('retrieval', 'context') THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.chunk_id')) END AS chunk_id,
+        CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.content_hash')) END AS chunk_hash,
+        CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.version')) END AS chunk_version,
+        CASE WHEN k_stage = 'retrieval' THEN TRY_CAST(otlp_value(k, v, 'citeline.chunks.derived_ids') ->> '$.intValue' AS INTEGER) END AS derived_ids,
         CASE WHEN k_stage = 'generation' THEN otlp_string(otlp_value(k, v, 'citeline.generation.answer')) END AS answer,
         CASE WHEN k_stage = 'generation' THEN otlp_string(otlp_value(k, v, 'citeline.generation.format')) END AS answer_format,
         CASE WHEN k_stage = 'generation' THEN TRY_CAST(otlp_value(k, v, 'citeline.generation.abstained') ->> '$.boolValue' AS BOOLEAN) END AS abstained,
@@ -112,6 +115,7 @@ SELECT
     CASE WHEN stage IS NULL AND stage_final = 'retrieval' THEN oi_retrieved
          WHEN stage IS NULL AND stage_final = 'context' THEN oi_reranked
          ELSE chunk_id END AS chunk_id,
+    chunk_hash, chunk_version, derived_ids,
     CASE WHEN stage IS NULL AND stage_final = 'generation' THEN output_value ELSE answer END AS answer,
     CASE WHEN stage IS NULL AND stage_final = 'generation' THEN 'prose' ELSE answer_format END AS answer_format,
     abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,

@@ -69,6 +69,11 @@ CREATE TABLE IF NOT EXISTS spans (
     line_bytes BIGINT     -- so ingest can check that every line of a file was read (see _ingest.py)
 );
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_hash UBIGINT;
+-- retrieval spans: what the index served under each id (content hash, version) and how many
+-- ids the instrumentation derived because the app gave none (identity by content, drift)
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_hash VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_version VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS derived_ids INTEGER;
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_bytes BIGINT;
 
 -- one row per trace file read, with what was skipped

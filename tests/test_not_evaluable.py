@@ -147,3 +147,25 @@ def test_attribute_keys_read_by_sql_are_the_instrumentations() -> None:
     unknown = {k for k in read if k not in keys and "%" not in k}
     assert unknown == set()
     assert {"citeline.chunks.chunk_id", "citeline.generation.answer", "citeline.adapter_error"} <= read
+
+
+def test_an_unreadable_stage_is_a_named_problem_with_trace_span_and_fix(tmp_path: Path) -> None:
+    picked = [s for s in SCENARIOS if s.name in ("retrieval-adapter-bug", "context-adapter-bug")]
+    result, outcomes = run_and_analyze(tmp_path, picked)
+    (path,) = (tmp_path / "traces").glob("*.jsonl")
+    expected = []
+    for out, stage in zip(outcomes, ("retrieval", "context"), strict=True):
+        span = out.spans[stage]
+        rows = [r for r in out.rows if r["gold_claim_id"] is not None]
+        assert {(r["bucket"], r["stage"], r["span_id"]) for r in rows} == {("not_evaluable", stage, span)}
+        expected.append(
+            re.compile(
+                rf"{re.escape(str(path))}:line \d+ \(trace {out.trace_id} span {span}\): citeline.adapter_error: "
+                rf"the {stage} span could not be read when the app ran \(KeyError: 'chunk_id'\): claims that need "
+                r"it are not_evaluable; fix the adapter \(to_chunks=\) or what the stage returns"
+            )
+        )
+    problems = result.problems()
+    assert len(problems) == 2
+    assert all(any(p.fullmatch(line) for line in problems) for p in expected), problems
+    assert result.skipped == 0  # named, not skipped: the spans are still there
