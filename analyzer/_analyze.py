@@ -458,7 +458,7 @@ def analyze(
             )
             con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
             joined_by_content += _identity_by_content(con, unjoined)
-            con.execute(sql("content_drift"))
+            _content_drift(con)
             phase("splitting answers into claims" + of)
             _answer_tables(con, abstain_phrases)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
@@ -559,6 +559,18 @@ def _identity_by_content(con: duckdb.DuckDBPyConnection, unjoined: set[str]) -> 
     if joined:
         con.execute(_REMAP)
     return joined
+
+
+def _content_drift(con: duckdb.DuckDBPyConnection) -> None:
+    """t_trace_drift: which traces of the slice served a chunk with other text than the gold's."""
+    con.execute(sql("content_drift"))
+    if con.execute("SELECT count(*) FROM t_drift").fetchall()[0][0]:
+        con.execute(sql("content_drift_traces"))
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE t_trace_drift "
+            "(trace_id VARCHAR, chunk_id VARCHAR, served_hash VARCHAR, gold_hash VARCHAR)"
+        )
 
 
 def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> None:

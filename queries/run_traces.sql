@@ -22,8 +22,12 @@
 --   rowids $lo and $hi; see run_slices.sql. With $parts = 1, every trace).
 -- Reads: spans, t_slices (trace_id, slice), t_gold_cases (case_id, question_norm, as_of, expect, principal_groups),
 --   t_question_norm (question, question_norm).
-WITH usable AS (
-    SELECT *
+WITH usable AS (  -- the columns read below, by name: the CTE is read several times
+    SELECT trace_id, span_id, stage, start_ns, end_ns, schema_version, adapter_error,
+           question, case_id, principal_groups, as_of, chunk_id,
+           answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,
+           map_label, map_chunk_id, map_version, res_marker, res_chunk_id, res_version, res_uri,
+           ren_label, ren_uri, ren_chunk_id
     FROM spans
     WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
       AND ($files IS NULL OR trace_id IN (SELECT trace_id FROM t_scope))
