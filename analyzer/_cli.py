@@ -194,6 +194,19 @@ def _annotate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_for_reading(db: str) -> Any:
+    """Read-only (a report writes nothing, so a read-only store is fine); a store made by an older
+    citeline is opened once for writing to gain the tables reports read."""
+    from ._store import connect
+
+    con = connect(db, read_only=True)
+    tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if {"unmatched_traces", "missing_cases"} <= tables:
+        return con
+    con.close()
+    return connect(db)
+
+
 def _report(args: argparse.Namespace) -> int:
 
     from ._report import (
@@ -206,7 +219,6 @@ def _report(args: argparse.Namespace) -> int:
         render_markdown,
         render_table,
     )
-    from ._store import connect
 
     if not Path(args.db).exists():
         print(
@@ -216,7 +228,7 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     try:
         gates = [parse_gate(g) for g in args.fail_on or []]
-        con = connect(args.db, read_only=True)  # a report only reads: a read-only store is fine
+        con = _open_for_reading(args.db)
         try:
             report = build_report(con, args.run, phoenix_url=_phoenix_url(args))
         finally:

@@ -169,3 +169,18 @@ def test_a_store_in_use_and_paths_of_the_wrong_kind_give_one_line(
     for argv, message in cases:
         assert main(argv) == 2, argv
         assert capsys.readouterr().err.splitlines() == [f"citeline: {message}"]
+
+
+def test_report_on_a_store_from_before_coverage(
+    tmp_path: Path, traces: tuple[Path, dict[str, int]], capsys: Any
+) -> None:
+    folder, _ = traces
+    db = tmp_path / "s.duckdb"
+    analyze(db, gold=gold_path(), traces=[folder])
+    con = duckdb.connect(str(db))  # as an older citeline left it
+    con.execute("DROP TABLE unmatched_traces")
+    con.execute("DROP TABLE missing_cases")
+    con.execute("UPDATE runs SET traces_read = NULL, traces_joined = NULL")
+    con.close()
+    assert main(["report", "--db", str(db), "--format", "markdown"]) == 0
+    assert "coverage: not recorded for this run (stored by an older citeline)." in capsys.readouterr().out
