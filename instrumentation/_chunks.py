@@ -212,6 +212,26 @@ def to_record(obj: Any) -> ChunkRecord:
     )
 
 
+def is_chunk_shaped(item: Any) -> bool:
+    """Whether :func:`to_record` reads ``item`` as a chunk (the shapes it knows; a chat message is not one)."""
+    if isinstance(item, Chunk | ChunkRecord):
+        return True
+    if isinstance(item, Mapping):
+        if "role" in item:
+            return False
+        return any(k in item for k in ("doc_id", "chunk_id", "page_content", "text"))
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], int | float):
+        return is_chunk_shaped(item[0])
+    return (
+        hasattr(item, "page_content")  # LangChain Document
+        or (hasattr(item, "node") and hasattr(item, "score"))  # LlamaIndex NodeWithScore
+        or (hasattr(item, "get_content") and hasattr(item, "node_id"))  # LlamaIndex node
+        or (hasattr(item, "meta") and hasattr(item, "content") and hasattr(item, "id"))  # Haystack
+        or hasattr(item, "chunk_id")
+        or hasattr(item, "doc_id")
+    )
+
+
 _EMPTY: dict[str, Any] = {}
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._chunks import Chunk, ChunkRecord, Columns, chunk_items, to_columns
+from ._chunks import Columns, chunk_items, is_chunk_shaped, to_columns
 
 #: a chunk longer than this counts as present when its first this-many characters are
 PREFIX_CHARS = 200
@@ -45,7 +45,7 @@ def _message_text(msg: Any) -> str | None:
     else:
         if not (hasattr(msg, "role") or hasattr(msg, "type")) or not hasattr(msg, "content"):
             return None
-        if _is_chunk_like(msg):  # a document with a `type` field is still a document
+        if is_chunk_shaped(msg):  # a document with a `type` field is still a document
             return None
         content = msg.content
     if content is None:
@@ -70,12 +70,13 @@ def prompt_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, list | tuple):
-        if not value:
-            return None
-        texts = [_message_text(m) for m in value]
-        if any(t is None for t in texts):
-            return None
-        return "\n".join(t for t in texts if t)
+        texts = []
+        for m in value:  # a list of chunks stops at its first item (this runs on every context call)
+            text = _message_text(m)
+            if text is None:
+                return None
+            texts.append(text)
+        return "\n".join(t for t in texts if t) if texts else None
     messages = getattr(value, "messages", None)  # ChatPromptValue
     if isinstance(messages, list | tuple) and messages:
         return prompt_text(messages)
@@ -84,25 +85,6 @@ def prompt_text(value: Any) -> str | None:
         text = to_string()
         return text if isinstance(text, str) else None
     return _message_text(value)  # a single message
-
-
-def _is_chunk_like(item: Any) -> bool:
-    if isinstance(item, Chunk | ChunkRecord):
-        return True
-    if isinstance(item, Mapping):
-        if "role" in item:
-            return False
-        return any(k in item for k in ("doc_id", "chunk_id", "page_content", "text"))
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], int | float):
-        return _is_chunk_like(item[0])
-    return (
-        hasattr(item, "page_content")  # LangChain Document
-        or (hasattr(item, "node") and hasattr(item, "score"))  # LlamaIndex NodeWithScore
-        or (hasattr(item, "get_content") and hasattr(item, "node_id"))  # LlamaIndex node
-        or (hasattr(item, "meta") and hasattr(item, "content") and hasattr(item, "id"))  # Haystack
-        or hasattr(item, "chunk_id")
-        or hasattr(item, "doc_id")
-    )
 
 
 def chunks_in_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Columns | None:
@@ -115,7 +97,7 @@ def chunks_in_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Colum
             items = chunk_items(value)
         except TypeError:
             continue
-        if items and all(_is_chunk_like(i) for i in items):
+        if items and all(is_chunk_shaped(i) for i in items):
             found.extend(items)
     if not found:
         return None

@@ -180,20 +180,24 @@ def retrieval_attributes(chunks: Columns, limit: int, content: bool) -> dict[str
     return _with_documents({}, K.OI_RETRIEVAL_DOCUMENTS, chunks, _chunk_arrays(chunks, content=content), limit, content)
 
 
+class NothingToLookFor(Exception):
+    """A context step returned a prompt and no chunks can be looked for in it."""
+
+
 def context_from_prompt(
     prompt: str, args: Sequence[Any], kwargs: Mapping[str, Any], limit: int, content: bool
 ) -> dict[str, Any]:
     """A context step that returned only its prompt: which handed-in chunks the prompt holds.
 
     Candidates are the chunks in the step's arguments, else the request's last
-    retrieval. Raises LookupError when there is nothing to look for (the span
-    then records an adapter error instead of an empty context).
+    retrieval. Raises NothingToLookFor when there is nothing to look for (the
+    span then records an adapter error instead of an empty context).
     """
     candidates, source = chunks_in_arguments(args, kwargs), "arguments"
     if candidates is None:
         candidates, source = request_state().retrieved, "retrieval"
     if candidates is None:
-        raise LookupError(
+        raise NothingToLookFor(
             "the context step returned a prompt, and no chunks were passed to it or retrieved "
             "earlier in this request; pass @context_assembly(to_chunks=...) to name them"
         )

@@ -39,6 +39,18 @@ class Hooks(Protocol):
 MakeHooks = Callable[[tuple[Any, ...], dict[str, Any]], Hooks | None]
 
 
+class _NoHooks:
+    """No span (citeline not configured): the wrapper only forwards."""
+
+    def enter(self) -> None: ...
+    def leave(self) -> None: ...
+    def item(self, value: Any) -> None: ...
+    def end(self, exc: BaseException | None) -> None: ...
+
+
+_NO_HOOKS = _NoHooks()
+
+
 def wrap_generator(fn: Callable[..., Generator[Any, Any, Any]], make_hooks: MakeHooks) -> Callable[..., Any]:
     """A generator function that runs ``fn`` under the hooks ``make_hooks`` returns (None: no span)."""
 
@@ -92,13 +104,12 @@ def wrap_async_generator(fn: Callable[..., AsyncGenerator[Any, Any]], make_hooks
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-        hooks = make_hooks(args, kwargs)
+        hooks = make_hooks(args, kwargs) or _NO_HOOKS
         agen = fn(*args, **kwargs)
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            if hooks is not None:
-                hooks.enter()
+            hooks.enter()
             try:
                 if thrown is not None:
                     exc, thrown = thrown, None
@@ -106,24 +117,20 @@ def wrap_async_generator(fn: Callable[..., AsyncGenerator[Any, Any]], make_hooks
                 else:
                     item = await agen.asend(sent)
             except StopAsyncIteration:
-                if hooks is not None:
-                    hooks.leave()
-                    hooks.end(None)
+                hooks.leave()
+                hooks.end(None)
                 return
             except BaseException as exc:
-                if hooks is not None:
-                    hooks.leave()
-                    hooks.end(exc)
-                raise
-            if hooks is not None:
                 hooks.leave()
-                hooks.item(item)
+                hooks.end(exc)
+                raise
+            hooks.leave()
+            hooks.item(item)
             try:
                 sent = yield item
             except GeneratorExit as closing:
                 # record first: when the event loop is closing, the await below may never finish
-                if hooks is not None:
-                    hooks.end(closing)
+                hooks.end(closing)
                 await agen.aclose()
                 raise
             except BaseException as exc:  # noqa: BLE001 - handed to the user's generator, not swallowed

@@ -91,7 +91,7 @@ class _Call:
         except _HookError as err:
             self.span.set_attribute(K.CL_ADAPTER_ERROR, f"{type(err.__cause__).__name__}: {err.__cause__}")
             _guard.report(f"{self.stage} to_chunks hook", err.__cause__ or err, user_hook=True)
-        except LookupError as err:  # a prompt with nothing to look for: loud on the span and in the log
+        except S.NothingToLookFor as err:  # a prompt with nothing to look for: loud on the span and in the log
             self.span.set_attribute(K.CL_ADAPTER_ERROR, str(err))
             _guard.warn_once(f"{self.stage}:{self.name}:prompt", f"citeline: {self.stage} step {self.name!r}: {err}")
         except Exception as err:  # noqa: BLE001 - an odd return value must not break the app
