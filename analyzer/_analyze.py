@@ -514,7 +514,7 @@ def analyze(
         )
         con.execute(
             "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
-            "traces_read, traces_joined) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "traces_read) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 started,
@@ -525,7 +525,6 @@ def analyze(
                 sum(counts.values()),
                 report.skipped + len(errors),
                 traces_read,
-                n_cases,
             ],
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)

@@ -173,8 +173,7 @@ flagged AS (
                 OR (j.gold_claim_id IS NULL AND len(j.cited) > 0))
                AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)) AS no_judgment,
            len(j.invalid) > 0 AS f_invalid,
-           s.what IS NOT NULL
-               OR (dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids))) AS f_fresh,
+           s.what IS NOT NULL OR f_drift AS f_fresh,
            j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
            j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AS f_drop,
            CASE
@@ -233,9 +232,9 @@ named AS (
 ),
 bucketed AS (
     SELECT n.*,
-           list_filter($bucket_order, lambda b: list_contains(n.raised, b))
-               || CASE WHEN n.f_drift THEN ['content_drift'] ELSE [] END AS flags,
-           coalesce(list_filter($bucket_order, lambda b: list_contains(n.raised, b))[1], 'ok') AS bucket
+           list_filter($bucket_order, lambda b: list_contains(n.raised, b)) AS in_order,
+           coalesce(in_order[1], 'ok') AS bucket,
+           in_order || CASE WHEN n.f_drift THEN ['content_drift'] ELSE [] END AS flags
     FROM named AS n
 )
 SELECT

@@ -8,9 +8,10 @@
 -- Columns: traces (read in the run), joined (to exactly one case), unmatched (traces that
 --   joined none), coverage (joined / traces, 1.0 for a run of no traces), the unmatched
 --   traces counted by reason, missing_cases (gold cases no trace answered) and up to 20 of
---   their ids. Runs stored before coverage was recorded show NULL traces.
+--   their ids. Runs stored before coverage was recorded show NULL traces. (runs.traces counts
+--   the traces joined to a case: one case_results row each.)
 WITH run AS (
-    SELECT run_id, traces_read, traces_joined FROM runs WHERE run_id = $run_id
+    SELECT run_id, traces_read, traces AS traces_joined FROM runs WHERE run_id = $run_id
 ),
 why AS (
     SELECT reason, count(*) AS n FROM unmatched_traces WHERE run_id = $run_id GROUP BY reason

@@ -195,6 +195,5 @@ ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
--- coverage per run: traces read, traces joined to exactly one case (NULL for older runs)
+-- coverage per run: traces read (NULL for older runs); runs.traces counts those joined to a case
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS traces_read BIGINT;
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS traces_joined BIGINT;

@@ -180,7 +180,7 @@ def test_report_on_a_store_from_before_coverage(
     con = duckdb.connect(str(db))  # as an older citeline left it
     con.execute("DROP TABLE unmatched_traces")
     con.execute("DROP TABLE missing_cases")
-    con.execute("UPDATE runs SET traces_read = NULL, traces_joined = NULL")
+    con.execute("UPDATE runs SET traces_read = NULL")
     con.close()
     assert main(["report", "--db", str(db), "--format", "markdown"]) == 0
     assert "coverage: not recorded for this run (stored by an older citeline)." in capsys.readouterr().out

@@ -51,7 +51,7 @@ def run(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple[
 
 
 def add_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime) -> None:
-    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0, 0, 0)", [run_id, started, started])
+    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0, 0)", [run_id, started, started])
 
 
 def claim(
@@ -340,7 +340,7 @@ def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
     add_run(store, "r0", T0)
     assert run(store, "report_coverage", run_id="r0") == [(0, 0, 0, 1.0, [], 0, [])]
     store.execute(
-        "INSERT INTO runs VALUES ('r1', ?, ?, 'gold.yaml', 'rules', 3, 9, 0, 7, 3)", [T0, T0]
+        "INSERT INTO runs VALUES ('r1', ?, ?, 'gold.yaml', 'rules', 3, 9, 0, 7)", [T0, T0]
     )  # 7 traces read, 3 joined
     for trace, reason in [("t4", "ambiguous"), ("t5", "unknown_case_id"), ("t6", "unknown_case_id"), ("t7", "x")]:
         store.execute("INSERT INTO unmatched_traces VALUES ('r1', ?, ?, [])", [trace, reason])
