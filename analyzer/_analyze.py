@@ -8,12 +8,9 @@ a hundred splits, not a million.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import hashlib
-import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +20,10 @@ import polars as pl
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
-from ._judge import JUDGES, LABELS, Judge, fold, lexical_similarity, number_agreement
+from ._judge import JUDGES, LABELS, fold, lexical_similarity, number_agreement
+from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._result import AnalysisResult
-from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, sql
+from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, register_frame, sql
 
 DEFAULT_ABSTAIN_PHRASES = (
     "cannot verify",
@@ -56,13 +54,6 @@ _NO_REQUEST = (
     f"WHERE {_IN_SCOPE} "
     "GROUP BY trace_id HAVING NOT coalesce(bool_or(stage = 'request'), false)"
 )
-
-
-def _register(con: duckdb.DuckDBPyConnection, name: str, df: pl.DataFrame) -> None:
-    """Replace temp table ``name`` with the rows of ``df`` (an empty frame keeps its schema)."""
-    con.register("_frame", df.to_arrow())
-    con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM _frame')
-    con.unregister("_frame")
 
 
 def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
@@ -142,9 +133,9 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
             "evidence_ids": pl.List(pl.Utf8),
         },
     )
-    _register(con, "t_gold_chunks", chunks)
-    _register(con, "t_gold_cases", cases)
-    _register(con, "t_gold_claims", claims)
+    register_frame(con, "t_gold_chunks", chunks)
+    register_frame(con, "t_gold_cases", cases)
+    register_frame(con, "t_gold_claims", claims)
 
 
 def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> None:
@@ -175,7 +166,7 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
         abstain.append({"answer": answer, "abstains": answer not in structured and has_phrase and not cited_factual})
-    _register(
+    register_frame(
         con,
         "t_answer_claims",
         pl.DataFrame(
@@ -189,7 +180,7 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
             },
         ),
     )
-    _register(con, "t_abstain", pl.DataFrame(abstain, schema={"answer": pl.Utf8, "abstains": pl.Boolean}))
+    register_frame(con, "t_abstain", pl.DataFrame(abstain, schema={"answer": pl.Utf8, "abstains": pl.Boolean}))
 
 
 def _similarity_table(con: duckdb.DuckDBPyConnection) -> None:
@@ -209,7 +200,7 @@ def _similarity_table(con: duckdb.DuckDBPyConnection) -> None:
         }
         for case, text, claim_id, gold_text in pairs
     ]
-    _register(
+    register_frame(
         con,
         "t_sim",
         pl.DataFrame(
@@ -237,170 +228,6 @@ def _check_inputs(gold: GoldSet, gold_path: str | Path, traces: Sequence[str | P
             raise InputError(f"--traces {p}: no such file or folder; give the folder your app writes traces to")
         if not trace_files([p]):
             raise InputError(f"--traces {p}: no trace files in it ({', '.join(PATTERNS)})")
-
-
-class _CachedJudge:
-    """Judgments cached in the store by (claim, evidence, facts, quotes, judge name, version)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, judge: Judge) -> None:
-        self.con = con
-        self.judge = judge
-        self.pending: list[tuple[str, str, str, str, str]] = []
-
-    def key(self, claim: str, evidence: list[str], facts: list[str], quotes: list[str]) -> str:
-        blob = json.dumps([self.judge.name, self.judge.version, claim, evidence, facts, quotes])
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def many(self, items: list[tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
-        keys = [self.key(*it) for it in items]
-        cached: dict[str, tuple[str, str]] = {}
-        if keys:
-            self.con.register("_keys", pl.DataFrame({"key": keys}).to_arrow())
-            for k, label, rationale in self.con.execute(
-                "SELECT j.key, j.label, j.rationale FROM judgments j JOIN _keys USING (key)"
-            ).fetchall():
-                cached[k] = (label, rationale)
-            self.con.unregister("_keys")
-        out = []
-        for k, (claim, evidence, facts, quotes) in zip(keys, items, strict=True):
-            if k not in cached:
-                j = self.judge.judge(claim, evidence, facts, quotes)
-                cached[k] = (j.label, j.rationale)
-                self.pending.append((k, self.judge.name, self.judge.version, j.label, j.rationale))
-            out.append(cached[k])
-        return out
-
-    def flush(self) -> None:
-        if self.pending:  # one set-based insert: executemany costs ~2 ms a row
-            frame = pl.DataFrame(self.pending, schema=["key", "judge", "version", "label", "rationale"], orient="row")
-            self.con.register("_new_judgments", frame.to_arrow())
-            self.con.execute("INSERT OR IGNORE INTO judgments SELECT DISTINCT * FROM _new_judgments")
-            self.con.unregister("_new_judgments")
-            self.pending = []
-
-
-def _judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: _CachedJudge) -> None:
-    texts = {cid: c.text for cid, c in gold.corpus.items()}
-    claims = {(case.case_id, c.claim_id): c for case in gold.cases.values() for c in case.claims}
-    matched = con.execute(
-        "SELECT DISTINCT m.case_id, m.claim_id, g.text, list_sort(g.cited), g.quotes "
-        "FROM t_match m JOIN t_gen_claims g ON g.trace_id = m.trace_id AND g.claim_idx = m.claim_idx"
-    ).fetchall()
-    # every judgment this run needs, asked of the (cached) judge in one batch
-    requests: list[tuple[str, list[str], list[str], list[str]]] = []
-    plan: list[tuple[int | None, list[int]]] = []
-    for case_id, claim_id, text, cited, quotes in matched:
-        gc = claims[(case_id, claim_id)]
-        q_at = None
-        if quotes:  # quotes are checked against what the claim cites
-            q_at = len(requests)
-            requests.append((text, [texts.get(c, "") for c in cited], [], list(quotes)))
-        at = []
-        for b in gc.support or [[]]:  # support against each gold bundle
-            at.append(len(requests))
-            requests.append((text, [texts.get(c, "") for c in b], gc.facts, []))
-        plan.append((q_at, at))
-    answers = judge.many(requests)
-    rows = []
-    for (case_id, claim_id, text, cited, quotes), (q_at, at) in zip(matched, plan, strict=True):
-        results = [answers[i] for i in at]
-        labels = [r[0] for r in results]
-        pick = next((r for r in results if r[0] == "entailed"), None) or next(
-            (r for r in results if r[0] == "contradicted"), results[0]
-        )
-        if "entailed" not in labels and all(lb == "not_applicable" for lb in labels):
-            pick = ("insufficient", "no gold support text to check the claim against")
-        if q_at is not None and answers[q_at][0] == "contradicted":
-            pick = answers[q_at]
-        rows.append(
-            {
-                "case_id": case_id,
-                "claim_id": claim_id,
-                "text": text,
-                "cited": list(cited),
-                "quotes": list(quotes),
-                "label": pick[0],
-                "rationale": pick[1],
-            }
-        )
-    _register(
-        con,
-        "t_judged_gold",
-        pl.DataFrame(
-            rows,
-            schema={
-                "case_id": pl.Utf8,
-                "claim_id": pl.Utf8,
-                "text": pl.Utf8,
-                "cited": pl.List(pl.Utf8),
-                "quotes": pl.List(pl.Utf8),
-                "label": pl.Utf8,
-                "rationale": pl.Utf8,
-            },
-        ),
-    )
-    unmatched = con.execute(
-        "SELECT DISTINCT g.text, list_sort(g.cited), g.quotes FROM t_gen_claims g "
-        "WHERE g.factual AND len(g.cited) > 0 AND NOT EXISTS "
-        "(SELECT 1 FROM t_match m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)"
-    ).fetchall()
-    results = judge.many([(t, [texts.get(c, "") for c in cited], [], list(q)) for t, cited, q in unmatched])
-    _register(
-        con,
-        "t_judged_cited",
-        pl.DataFrame(
-            [
-                {
-                    "text": t,
-                    "cited": list(cited),
-                    "quotes": list(q),
-                    "label": r[0],
-                    "rationale": r[1],
-                }
-                for (t, cited, q), r in zip(unmatched, results, strict=True)
-            ],
-            schema={
-                "text": pl.Utf8,
-                "cited": pl.List(pl.Utf8),
-                "quotes": pl.List(pl.Utf8),
-                "label": pl.Utf8,
-                "rationale": pl.Utf8,
-            },
-        ),
-    )
-    judge.flush()
-
-
-def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldError]]:
-    """Human labels (CSV or JSONL with trace_id, claim (gold claim id or claim text), label)."""
-    schema = {"trace_id": pl.Utf8, "claim_key": pl.Utf8, "label": pl.Utf8}
-    if path is None:
-        return pl.DataFrame(schema=schema), []
-    path = Path(path)
-    errors: list[GoldError] = []
-    rows: list[dict[str, str]] = []
-    records: Iterable[tuple[str, Any]]
-    if path.suffix == ".csv":
-        with open(path, newline="", encoding="utf-8") as f:
-            records = [(f"line {i + 2}", r) for i, r in enumerate(csv.DictReader(f))]
-    else:
-        records = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    records.append((f"line {n}", json.loads(line)))
-                except ValueError:
-                    errors.append(GoldError(str(path), f"line {n}", "-", "not valid JSON; line skipped"))
-    for where, r in records:
-        label = (r.get("label") or "").strip()
-        if label not in LABELS:
-            errors.append(GoldError(str(path), where, "label", f"{label!r} is not {'/'.join(LABELS)}"))
-            continue
-        if not r.get("trace_id") or not r.get("claim"):
-            errors.append(GoldError(str(path), where, "trace_id/claim", "both are required"))
-            continue
-        rows.append({"trace_id": str(r["trace_id"]).lower(), "claim_key": str(r["claim"]), "label": label})
-    return pl.DataFrame(rows, schema=schema), errors
 
 
 def analyze(
@@ -433,14 +260,14 @@ def analyze(
         phase = on_phase or (lambda _name: None)
         human, label_errors = load_human_labels(labels)
         _gold_tables(con, gold_set)
-        _register(con, "t_human", human)
+        register_frame(con, "t_human", human)
         files = report.paths if traces else None
         scope = {"files": files}
         con.execute(_SCOPE, scope)
         n_traces = int(con.execute(_TRACES_IN_SCOPE, scope).fetchall()[0][0])
         parts = max(1, -(-n_traces // PART_TRACES))
         bounds = _slices(con, parts, scope)
-        cached_judge = _CachedJudge(con, JUDGES[judge]())
+        cached_judge = CachedJudge(con, JUDGES[judge]())
         _question_table(con, scope)
         joined_by_content, unjoined = 0, set[str]()
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
@@ -468,7 +295,7 @@ def analyze(
                 {"min_sim": MIN_SIM, "min_shared_sim": MIN_SHARED_SIM},
             )
             phase("judging support" + of)
-            _judge_tables(con, gold_set, cached_judge)
+            judge_tables(con, gold_set, cached_judge)
             phase("classifying" + of)
             con.execute(
                 "INSERT INTO claim_results " + _sql_text("classify"),
@@ -579,7 +406,7 @@ def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> No
         f"AND {_IN_SCOPE}",
         scope,
     ).fetchall()
-    _register(
+    register_frame(
         con,
         "t_question_norm",
         pl.DataFrame(

@@ -84,16 +84,14 @@ _SNIFF_BYTES = 64 * 1024
 
 
 def _not_trace_file(path: Path) -> str | None:
-    """Why ``path`` cannot be a trace file, or None. Looks at the start of its first line only;
-    a gzip file is read through to its end, since a truncated one would fail the whole batch."""
+    """Why ``path`` cannot be a trace file, or None. Looks at the start of its first line only
+    (a gzip file truncated further on is found when its batch fails: :func:`_broken_gzip`)."""
     try:
         if path.suffix == ".gz":
             if path.stat().st_size == 0:
                 return "an empty .gz file (zero bytes), not gzip data"
             with gzip.open(path, "rb") as f:
                 head = f.read(_SNIFF_BYTES)
-                while f.read(16 * 1024 * 1024):
-                    pass
         else:
             with open(path, "rb") as f:
                 head = f.read(_SNIFF_BYTES)
@@ -104,6 +102,18 @@ def _not_trace_file(path: Path) -> str | None:
         return None  # empty or blank: nothing to read, nothing wrong
     if not first.startswith(b"{") or b'"resourceSpans"' not in first:
         return "not a trace file: its first line is not an OTLP ExportTraceServiceRequest (resourceSpans)"
+    return None
+
+
+def _broken_gzip(path: Path) -> str | None:
+    """Why a .gz file cannot be read to its end (truncated, corrupt), or None. Read only after a
+    batch failed: a healthy run decompresses each file once, in DuckDB."""
+    try:
+        with gzip.open(path, "rb") as f:
+            while f.read(16 * 1024 * 1024):
+                pass
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return f"not a readable gzip file ({type(exc).__name__}: {exc})"
     return None
 
 
@@ -260,13 +270,29 @@ def ingest(
     total = sum(sizes[f] for f in todo)
     done = 0
     seen_paths = {path for path, _size in known}
-    for batch in _batches(todo, sizes):
+    for planned in _batches(todo, sizes):
+        batch = list(planned)
         names = [str(f) for f in batch]
         grown = [n for n in names if n in seen_paths]  # read before at another size: count what was there
         before = _read_lines(con, grown) if grown else {}
         batch_bytes = sum(sizes[f] for f in batch)
         with _reporting(con, progress, done, batch_bytes, total):
-            report.spans_added += _read_batch(con, names, LINE_BYTES)
+            try:
+                report.spans_added += _read_batch(con, names, LINE_BYTES)
+            except duckdb.Error:
+                # a gzip file that breaks off fails its whole batch: name it, read the rest
+                broken = {f: why for f in batch if f.suffix == ".gz" and (why := _broken_gzip(f)) is not None}
+                if not broken:
+                    raise
+                for f, why in broken.items():
+                    report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
+                    report.skipped += 1
+                    report.paths.remove(str(f))
+                    done += sizes[f]
+                batch = [f for f in batch if f not in broken]
+                names = [str(f) for f in batch]
+                if names:
+                    report.spans_added += _read_batch(con, names, LINE_BYTES)
         read = _read_lines(con, names, "t_batch")
         stored = _read_lines(con, names)
         for f in batch:

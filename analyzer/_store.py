@@ -118,6 +118,13 @@ def _sync_bucket_order(con: duckdb.DuckDBPyConnection) -> None:
         con.executemany("INSERT INTO bucket_order VALUES (?, ?)", [(b, i + 1) for i, b in enumerate(BUCKETS)])
 
 
+def register_frame(con: duckdb.DuckDBPyConnection, name: str, df: Any) -> None:
+    """Replace temp table ``name`` with the rows of the polars frame ``df`` (an empty frame keeps its schema)."""
+    con.register("_frame", df.to_arrow())
+    con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM _frame')
+    con.unregister("_frame")
+
+
 def run(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> Any:
     """Execute a query file with bound parameters."""
     return con.execute(sql(name), params or {})
