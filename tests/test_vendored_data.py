@@ -10,6 +10,8 @@ TESTS = Path(__file__).resolve().parent
 SUMS = {
     "expertqa/rand_test.jsonl": "022d6c19bdd91fb33c3185ef59f9c18510655c15598061e631c434487aa07b28",
     "expertqa/domain_test.jsonl": "7a1895dbcf16c4fc135116996d1bdb22412b8d791e620241ac9e80729d55ea6b",
+    "wice/claim_test.jsonl": "4c91b9e9590cfcd8f8a0f7288b5ff315af8ade946d7bf26f50fbd671bb86dbe8",
+    "rgb/en_fact.jsonl": "92f4b2330ee407f74fbd923197028ef5140cfbc1f4b4092efec2d4d10ae6c9e5",
 }
 
 
