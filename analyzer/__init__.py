@@ -6,13 +6,14 @@ result.claims      # polars DataFrame, one row per claim
 result.summary     # {bucket: count}
 """
 
+from . import judges
 from ._analyze import DEFAULT_ABSTAIN_PHRASES, analyze
 from ._calibrate import Agreement, calibrate
 from ._claims import Claim, markers, split_claims
 from ._gold import GoldError, GoldSet, load_gold
-from ._judge import Judge, Judgment, RulesJudge
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, STAGES
+from .judges import Judge, Judgment, RulesJudge
 
 __all__ = [
     "BUCKETS",
@@ -29,6 +30,7 @@ __all__ = [
     "RulesJudge",
     "analyze",
     "calibrate",
+    "judges",
     "load_gold",
     "markers",
     "split_claims",

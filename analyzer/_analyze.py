@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 
+from . import judges
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
-from ._judge import JUDGES, LABELS, fold, lexical_similarity, number_agreement
 from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, register_frame, sql
+from .judges import LABELS, Judge
+from .judges._text import fold, lexical_similarity, number_agreement
 
 DEFAULT_ABSTAIN_PHRASES = (
     "cannot verify",
@@ -235,7 +237,8 @@ def analyze(
     *,
     gold: str | Path,
     traces: Sequence[str | Path] | None = None,
-    judge: str = "rules",
+    judge: str | Judge = "rules",
+    judge_options: Mapping[str, Any] | None = None,
     labels: str | Path | None = None,
     abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
     progress: Callable[[int, int], None] | None = None,
@@ -247,8 +250,7 @@ def analyze(
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
     holds no trace file, or the gold set cannot be read at all.
     """
-    if judge not in JUDGES:
-        raise ValueError(f"unknown judge {judge!r}; available: {', '.join(JUDGES)}")
+    support_judge = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     gold_set = load_gold(gold)
     _check_inputs(gold_set, gold, traces)
     own = con is None
@@ -267,7 +269,7 @@ def analyze(
         n_traces = int(con.execute(_TRACES_IN_SCOPE, scope).fetchall()[0][0])
         parts = max(1, -(-n_traces // PART_TRACES))
         bounds = _slices(con, parts, scope)
-        cached_judge = CachedJudge(con, JUDGES[judge]())
+        cached_judge = CachedJudge(con, support_judge)
         _question_table(con, scope)
         joined_by_content, unjoined = 0, set[str]()
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
@@ -303,7 +305,7 @@ def analyze(
                     "run_id": run_id,
                     "bucket_order": list(BUCKETS),
                     "labels": list(LABELS),
-                    "judge": f"{cached_judge.judge.name}@{cached_judge.judge.version}",
+                    "judge": judges.ident(support_judge),
                 },
             )
         phase("storing the run")
@@ -347,7 +349,7 @@ def analyze(
                 started,
                 dt.datetime.now(dt.UTC).replace(tzinfo=None),
                 str(gold),
-                judge,
+                judges.ident(support_judge),
                 n_cases,
                 sum(counts.values()),
                 report.skipped + len(errors),
@@ -355,6 +357,13 @@ def analyze(
             ],
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
+        result.judge = {
+            "name": judges.ident(support_judge),
+            "asked": cached_judge.asked,
+            "cached": cached_judge.hits,
+            "failed": cached_judge.failures,
+            **_usage(support_judge),
+        }
         if own and str(db) == ":memory:":  # the store goes with this connection: read the rows now
             _ = result.claims, result.cases, result.coverage
         if own:
@@ -363,6 +372,11 @@ def analyze(
     finally:
         if own:
             con.close()
+
+
+def _usage(judge: Judge) -> dict[str, float]:
+    usage = getattr(judge, "usage", None)
+    return dict(usage()) if callable(usage) else {}
 
 
 _REMAP = (  # every chunk id list of t_traces, through the derived-id map (content_identity.sql)

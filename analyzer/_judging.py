@@ -19,20 +19,26 @@ import duckdb
 import polars as pl
 
 from ._gold import GoldError, GoldSet
-from ._judge import LABELS, Judge
 from ._store import register_frame
+from .judges import LABELS, Judge, JudgeItem, judge_all
 
 
 class CachedJudge:
-    """Judgments cached in the store by (claim, evidence, facts, quotes, judge name, version)."""
+    """Judgments cached in the store by (claim, evidence, facts, quotes, judge name, version, settings).
+
+    A judge's failure (an exception, a timeout, an unknown label) comes back as
+    ``not_applicable`` with the reason and is not cached: the next run asks again.
+    """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, judge: Judge) -> None:
         self.con = con
         self.judge = judge
         self.pending: list[tuple[str, str, str, str, str]] = []
+        self.settings = json.dumps(dict(judge.settings), sort_keys=True, default=str)
+        self.asked = self.hits = self.failures = 0
 
     def key(self, claim: str, evidence: list[str], facts: list[str], quotes: list[str]) -> str:
-        blob = json.dumps([self.judge.name, self.judge.version, claim, evidence, facts, quotes])
+        blob = json.dumps([self.judge.name, self.judge.version, self.settings, claim, evidence, facts, quotes])
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def many(self, items: list[tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
@@ -45,14 +51,20 @@ class CachedJudge:
             ).fetchall():
                 cached[k] = (label, rationale)
             self.con.unregister("_keys")
-        out = []
-        for k, (claim, evidence, facts, quotes) in zip(keys, items, strict=True):
+        self.hits += sum(1 for k in set(keys) if k in cached)
+        todo: dict[str, JudgeItem] = {}
+        for k, item in zip(keys, items, strict=True):
             if k not in cached:
-                j = self.judge.judge(claim, evidence, facts, quotes)
-                cached[k] = (j.label, j.rationale)
+                todo.setdefault(k, JudgeItem(*item))
+        answers = judge_all(self.judge, list(todo.values()))
+        self.asked += len(todo)
+        for k, j in zip(todo, answers, strict=True):
+            cached[k] = (j.label, j.rationale)
+            if j.error:
+                self.failures += 1
+            else:
                 self.pending.append((k, self.judge.name, self.judge.version, j.label, j.rationale))
-            out.append(cached[k])
-        return out
+        return [cached[k] for k in keys]
 
     def flush(self) -> None:
         if self.pending:  # one set-based insert: executemany costs ~2 ms a row

@@ -29,6 +29,7 @@ class AnalysisResult:
     unmatched_traces: int = 0
     traces_read: int = 0
     phoenix_url: str | None = None
+    judge: dict[str, Any] = field(default_factory=dict)  # name, asked, cached, failed, and a model judge's usage
     db: str | None = None
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
@@ -114,6 +115,7 @@ class AnalysisResult:
             "run_id": self.run_id,
             "summary": self.summary,
             "coverage": self.coverage,
+            "judge": self.judge,
             "skipped": self.skipped,
             "problems": self.problems(),
             "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),

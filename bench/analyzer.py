@@ -68,7 +68,8 @@ BASELINE = """
 import time, orjson
 from pathlib import Path
 from citeline.analyzer._claims import split_claims, is_factual
-from citeline.analyzer._judge import RulesJudge, lexical_similarity, number_agreement
+from citeline.analyzer.judges import RulesJudge
+from citeline.analyzer.judges._text import lexical_similarity, number_agreement
 limit = {limit}
 gold = orjson.loads(Path({gold!r}).read_bytes())
 texts = {{c['chunk_id']: c['text'] for c in gold['corpus']}}

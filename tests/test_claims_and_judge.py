@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from citeline.analyzer._claims import markers, split_claims
-from citeline.analyzer._judge import RulesJudge, values
+from citeline.analyzer.judges import RulesJudge
+from citeline.analyzer.judges._text import values
 
 DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin and licence beside it
 

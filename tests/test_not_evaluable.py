@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer import _judge
+from citeline.analyzer import judges as _judge
 from citeline.analyzer._analyze import analyze
-from citeline.analyzer._judge import LABELS, Judgment, RulesJudge
 from citeline.analyzer._store import BUCKETS, connect
+from citeline.analyzer.judges import LABELS, Judgment, RulesJudge
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 

@@ -1,38 +1,12 @@
-"""Support judges: does this evidence support this claim?
+"""Text the judges read: folding, values (money, percent, dates, quantities, numbers), words.
 
-Every judge returns one of ``entailed | contradicted | insufficient |
-not_applicable`` with a short rationale, and has a name and a version so
-its labels can be cached and compared. ``RulesJudge`` is the deterministic,
-offline default: gold facts, values (numbers with units, amounts with
-currency, percentages, dates) compared as values, negation, may/must, quote
-fidelity, and word coverage.
+Shared by the rules judge, the ensemble's veto and the claim matcher.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
-from typing import Protocol
-
-LABELS = ("entailed", "contradicted", "insufficient", "not_applicable")
-
-
-@dataclass(frozen=True)
-class Judgment:
-    label: str
-    rationale: str
-
-
-class Judge(Protocol):
-    """What a support judge provides."""
-
-    name: str
-    version: str
-
-    def judge(
-        self, claim: str, evidence: list[str], facts: list[str] | None = None, quotes: list[str] | None = None
-    ) -> Judgment: ...
 
 
 def fold(text: str) -> str:
@@ -187,57 +161,6 @@ def _stem(w: str) -> str:
     return w
 
 
-class RulesJudge:
-    """Deterministic, offline support judge."""
-
-    name = "rules"
-    version = "1"
-
-    def __init__(self, coverage: float = 0.6) -> None:
-        self.coverage = coverage
-
-    def judge(
-        self, claim: str, evidence: list[str], facts: list[str] | None = None, quotes: list[str] | None = None
-    ) -> Judgment:
-        evidence = [e for e in evidence if e and e.strip()]
-        if not evidence:
-            return Judgment("not_applicable", "no evidence text to judge against")
-        ev = " ".join(evidence)
-        ev_fold, claim_fold = fold(ev), fold(claim)
-        for q in quotes or []:
-            if q and fold(q) not in ev_fold:
-                return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
-        claim_values, ev_values = values(claim), values(ev)
-        for fact in facts or []:
-            fvals = values(fact)
-            if fvals:
-                if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
-                    wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
-                    if wrong:
-                        return Judgment("contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}")
-                    return Judgment("insufficient", f"does not state the gold fact {fact!r}")
-            elif fold(fact) not in claim_fold:
-                return Judgment("insufficient", f"does not state the gold fact {fact!r}")
-        for v in claim_values:
-            if any(_same_value(v, e) for e in ev_values):
-                continue
-            rivals = [e for e in ev_values if _comparable(v, e) and v[0] != "num"]
-            if rivals:
-                return Judgment("contradicted", f"claim says {_show(v)}, evidence says {_show(rivals[0])}")
-            if v[0] != "num":
-                return Judgment("insufficient", f"evidence does not state {_show(v)}")
-        ratio = _shared_ratio(claim, ev)
-        if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and ratio >= 0.5:
-            return Judgment("contradicted", "negation differs between claim and evidence")
-        c_must, e_must = bool(_MUST.search(claim_fold)), bool(_MUST.search(ev_fold))
-        c_may, e_may = bool(_MAY.search(claim_fold)), bool(_MAY.search(ev_fold))
-        if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
-            return Judgment("contradicted", "obligation differs (may vs must)")
-        if ratio >= self.coverage:
-            return Judgment("entailed", f"{ratio:.0%} of the claim's words are in the evidence; values agree")
-        return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in the evidence")
-
-
 def _shared_ratio(claim: str, evidence: str) -> float:
     words = {_stem(w) for w in _content_words(claim)}
     if not words:
@@ -273,6 +196,3 @@ def lexical_similarity(a: str, b: str) -> float:
     if not wa or not wb:
         return 0.0
     return len(wa & wb) / len(wa | wb)
-
-
-JUDGES: dict[str, type[RulesJudge]] = {"rules": RulesJudge}

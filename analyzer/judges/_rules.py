@@ -1,0 +1,392 @@
+"""The ``rules`` judge, version 2: offline, deterministic, the default.
+
+Each sentence of the claim is aligned to its best evidence window (the few
+evidence sentences that together share the most of its words, names and
+values) and compared with that window only. docs/judges.md lists every rule
+with the labelled example that motivates it; in short, in order:
+
+1. quotes must occur in the cited evidence;            -> contradicted
+2. gold facts must be stated by the claim;             -> contradicted / insufficient
+3. every value (money, percent, date, quantity, year, count) in the claim must
+   be in the window; a different value of the same kind there contradicts;
+4. every name (capitalised span) in the claim must be in the evidence, with a
+   word of it in the window;                            -> insufficient
+5. negation and may/must are compared within the window, and only where they
+   govern a word the two share;                         -> contradicted
+6. enough of the claim's content words must be in the window.  -> entailed, else insufficient
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ._api import BaseJudge, Judgment
+from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
+
+# A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
+_SENT_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\s*\n+\s*")
+_SHORT_TAIL = re.compile(r"(?:\b[A-Za-z]{1,3}|\b(?:[A-Z]\.)+)\.$")
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9\-']*")
+_WORDISH = re.compile(r"[a-z][a-z\-']{2,}")
+# a capitalised span: Joey Cape, Rebel Heart Tour, University of Texas, McDonald's
+_NAME = re.compile(
+    r"(?<![\w'])[A-Z][\w'’\-.]*(?:\s+(?:(?:of|the|de|del|da|van|von|der|la|le|and|&)\s+)?[A-Z][\w'’\-.]*)*"
+)
+_NAME_GLUE = frozenset("of the de del da van von der la le and &".split())
+# capitalised because they open a sentence or are titles of address, not because they name something
+_NOT_NAMES = _STOP | frozenset(
+    "a an in on at as by to of if it he she we i is be or so no yes however although though after before "
+    "since during while when where there here this that these those then thus also but and yet what which "
+    "who whom whose why how sure well oh hi hello yeah okay ok mr mrs ms dr st both either each every many "
+    "most some such other another moreover furthermore additionally similarly likewise nonetheless "
+    "nevertheless therefore hence thus overall finally firstly secondly thirdly lastly instead meanwhile "
+    "consequently ultimately generally typically specifically notably importantly alternatively conversely "
+    "otherwise accordingly besides still today currently recently historically traditionally".split()
+)
+# words a reply adds around its content (dialogue, chat): not evidence for or against anything
+_FILLER = frozenset(
+    "yes yeah sure well okay think know like really actually great good nice love lot lots just kind "
+    "sort maybe probably heard hear guess believe pretty quite indeed definitely absolutely certainly "
+    "interesting fun cool awesome".split()
+)
+_NEGATOR = re.compile(r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b")
+_MAY = re.compile(r"\b(?:may|might|can|could|optional|optionally|allowed|permitted)\b")
+_MUST = re.compile(r"\b(?:must|required|requires|require|shall|mandatory|obliged|have to|has to|need to|needs to)\b")
+_SCOPE = 6  # a negator or modal governs the next few content words of its clause ("and", "or" continue it)
+_CLAUSE_END = re.compile(r"[,.;:!?()\[\]\"“”]|\b(?:but|which|that|because|while|although|though|whereas|if|when)\b")
+
+
+@dataclass(frozen=True)
+class _Text:
+    """One sentence (or claim sentence), read once."""
+
+    words: frozenset[str]  # stemmed content words
+    tokens: frozenset[str]  # every folded token, for names
+    values: tuple[Value, ...]
+    negated: frozenset[str]  # stemmed words a negator governs
+    may: frozenset[str]
+    must: frozenset[str]
+
+
+def _governed(pattern: re.Pattern[str], t: str) -> frozenset[str]:
+    out: set[str] = set()
+    for m in pattern.finditer(t):
+        end = _CLAUSE_END.search(t, m.end(), m.end() + 80)
+        following = [w for w in _WORDISH.findall(t, m.end(), end.start() if end else m.end() + 80) if w not in _STOP]
+        following = following[:_SCOPE]
+        out.update(_stem(w) for w in following)
+    return frozenset(out)
+
+
+def _read(sentence: str) -> _Text:
+    t = fold(sentence)
+    return _Text(
+        words=frozenset(_stem(w.strip("-'")) for w in _WORDISH.findall(t) if w not in _STOP and w not in _FILLER),
+        tokens=frozenset(_token(w) for w in _TOKEN.findall(t.replace("’", "'"))),
+        values=tuple(values(sentence)),
+        negated=_governed(_NEGATOR, t),
+        may=_governed(_MAY, t),
+        must=_governed(_MUST, t),
+    )
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences, keeping abbreviations and initials inside theirs."""
+    parts = [p for p in _SENT_END.split(text) if p and p.strip()]
+    out: list[str] = []
+    for p in parts:
+        if out and _SHORT_TAIL.search(out[-1]) and not out[-1].endswith(("!", "?")):
+            out[-1] = f"{out[-1]} {p}"
+        else:
+            out.append(p)
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _read_passage(text: str) -> tuple[_Text, ...]:
+    return tuple(_read(s) for s in sentences(text))
+
+
+def _token(word: str) -> str:
+    return fold(word).replace("’", "'").strip("-'.").removesuffix("'s")
+
+
+def _names(claim: str) -> list[tuple[str, frozenset[str], bool]]:
+    """Capitalised spans of the claim, each with the folded tokens that must be found.
+
+    A lone capitalised word that opens a list item or a heading, or follows a colon, is usually an
+    ordinary word written with a capital: it is not taken for a name. One that opens a sentence is
+    ("Norway set the record"): news and encyclopedia prose open sentences with names.
+    """
+    out = []
+    for m in _NAME.finditer(claim):
+        words = m.group(0).split()
+        tokens = {_token(w) for w in words if _token(w) and _token(w) not in _NAME_GLUE}
+        if len(words) == 1 and (
+            not tokens or tokens <= _NOT_NAMES or _opens(claim, m.start()) or _discourse(claim, m.start(), m.end())
+        ):
+            continue
+        tokens -= _NOT_NAMES
+        if tokens:
+            if len(words) == 1 and _opens_sentence(claim, m.start()):  # "Returns within 30 days..." may be a verb
+                tokens = {_stem(t) for t in tokens} | tokens
+                out.append((m.group(0).strip(".,;:"), frozenset(tokens), True))
+            else:
+                out.append((m.group(0).strip(".,;:"), frozenset(tokens), False))
+    return out
+
+
+def _opens(text: str, at: int) -> bool:
+    """Does the word at ``at`` open a list item, a heading or what follows a colon (markdown answers)?"""
+    return text[:at].rstrip(" \t").endswith(("*", "-", "•", ":", "#", "_", "\n"))
+
+
+# endings of ordinary words, on words of eight letters or more: shorter ones with these endings are often
+# names (Italy, Beijing, France, Portugal, Lakers), so they stay names
+_COMMON_ENDINGS = (
+    "ly",
+    "ing",
+    "ed",
+    "ive",
+    "ous",
+    "ment",
+    "ness",
+    "ity",
+    "tion",
+    "sion",
+    "able",
+    "ible",
+    "ful",
+    "less",
+)
+_NAME_SHAPE = re.compile(r".[A-Z]|\d|^[A-Z]{2,}")  # WhatsApp, McDonald, F1, NASA
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    return not text[:at].strip() or text[:at].rstrip()[-1] in ".!?"
+
+
+def _discourse(text: str, start: int, end: int) -> bool:
+    """A lone word opening a sentence that reads as an ordinary word: followed by a comma ("Similarly,"),
+    or shaped like one ("Enhancing", "Numerous", "Improved") and not like a name (WhatsApp, NASA)."""
+    word = text[start:end]
+    if not _opens_sentence(text, start) or _NAME_SHAPE.search(word):
+        return False
+    return text[end : end + 1] == "," or (len(word) >= 8 and word.lower().endswith(_COMMON_ENDINGS))
+
+
+def _acronym_in(acronym: str, evidence: str) -> bool:
+    """UN in "United Nations", EEOC in "Equal Employment Opportunity Commission"."""
+    letters = acronym.upper()
+    if not 2 <= len(letters) <= 6 or not letters.isalpha():
+        return False
+    glue = r"(?:\s+(?:of|the|and|for|on|&)){0,2}\s+"
+    return re.search(r"\b" + glue.join(f"{c}[\\w'-]*" for c in letters) + r"\b", evidence) is not None
+
+
+def _name_found(
+    tokens: frozenset[str], loose: bool, all_tokens: frozenset[str], w_tokens: frozenset[str], evidence: str
+) -> bool:
+    """Every word of the name in the evidence (an acronym spelled out counts), and one of them in the window.
+
+    Every word, not most: "The Walt Disney Company" against "The Walt Warner Bros Company" differs in one.
+    A lone word opening the sentence is ``loose``: any one of its forms (returns, return) will do.
+    """
+    if loose:
+        return bool(tokens & all_tokens)
+    if not all(t in all_tokens or _acronym_in(t, evidence) for t in tokens):
+        return False
+    return bool(tokens & w_tokens) or not tokens <= all_tokens
+
+
+def _value_present(v: Value, found: Sequence[Value]) -> bool:
+    if any(_same_value(v, e) for e in found):
+        return True
+    if v[0] == "num":  # a bare number (a year, a count) is written the same in any value, or as a date's year
+        return any(abs(e[2] - v[2]) < 1e-9 or (e[0] == "date" and e[1] == f"{v[2]:g}") for e in found)
+    return False
+
+
+def _value_keys(v: Value) -> set[str]:
+    """What a value is looked up by when choosing a window: its amount (a date's month and day), and a year."""
+    keys = {f"\0{v[0]}:{v[2]:g}"}
+    if v[0] == "date" and v[1]:
+        keys.add(f"\0num:{v[1]}")
+    return keys
+
+
+def _units(t: _Text) -> set[str]:
+    return set(t.words).union(*(_value_keys(v) for v in t.values))
+
+
+@dataclass(frozen=True)
+class _Window:
+    sentences: tuple[_Text, ...]
+
+    @property
+    def words(self) -> frozenset[str]:
+        return frozenset().union(*(s.words for s in self.sentences))
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        return frozenset().union(*(s.tokens for s in self.sentences))
+
+    @property
+    def values(self) -> list[Value]:
+        return [v for s in self.sentences for v in s.values]
+
+    def governed(self, attr: str) -> frozenset[str]:
+        return frozenset().union(*(getattr(s, attr) for s in self.sentences))
+
+
+def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
+    """Greedy cover: the evidence sentences that add the most of the claim's words and values, up to ``most``."""
+    target = _units(claim)
+    covered: set[str] = set()
+    chosen: list[int] = []
+    units = [_units(s) & target for s in passage]
+    for _ in range(most):
+        best, gain = -1, 0
+        for i, u in enumerate(units):
+            g = len(u - covered)
+            if g > gain:
+                best, gain = i, g
+        # a further sentence must add two things (or a value): one shared word is coincidence
+        if best < 0 or (chosen and gain < 2 and not any(x.startswith("\0") for x in units[best] - covered)):
+            break
+        chosen.append(best)
+        covered |= units[best]
+        if covered >= target:
+            break
+    return _Window(tuple(passage[i] for i in sorted(chosen)))
+
+
+class RulesJudge(BaseJudge):
+    """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage."""
+
+    name = "rules"
+    version = "2"
+
+    def __init__(
+        self,
+        coverage: float = 0.5,
+        window: int = 4,
+        values: bool = True,
+        names: bool = True,
+        negation: bool = True,
+        modality: bool = True,
+    ) -> None:
+        self.coverage = float(coverage)
+        self.window = int(window)
+        self.check_values = _flag(values)
+        self.check_names = _flag(names)
+        self.check_negation = _flag(negation)
+        self.check_modality = _flag(modality)
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """The options set away from their defaults (the defaults are part of the version)."""
+        return {k: v for k, v in self._raw().items() if _DEFAULTS[k] != v}
+
+    def _raw(self) -> dict[str, Any]:
+        return {
+            "coverage": self.coverage,
+            "window": self.window,
+            "values": self.check_values,
+            "names": self.check_names,
+            "negation": self.check_negation,
+            "modality": self.check_modality,
+        }
+
+    def judge(
+        self, claim: str, evidence: Sequence[str], facts: Sequence[str] = (), quotes: Sequence[str] = ()
+    ) -> Judgment:
+        evidence = [e for e in evidence if e and e.strip()]
+        if not evidence:
+            return Judgment("not_applicable", "no evidence text to judge against")
+        whole = fold(" ".join(evidence))
+        for q in quotes:
+            if q and fold(q) not in whole:
+                return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
+        if facts:
+            verdict = _facts(claim, facts)
+            if verdict is not None:
+                return verdict
+        passage = [s for e in evidence for s in _read_passage(e)]
+        all_tokens = frozenset().union(*(s.tokens for s in passage), *(s.words for s in passage))
+        joined = " ".join(evidence)
+        verdicts = [self._sentence(s, passage, all_tokens, joined) for s in sentences(claim)] or [
+            Judgment("insufficient", "the claim has no text")
+        ]
+        for label in ("contradicted", "insufficient"):
+            for v in verdicts:
+                if v.label == label:
+                    return v
+        return verdicts[0]
+
+    def _sentence(self, text: str, passage: Sequence[_Text], all_tokens: frozenset[str], evidence: str) -> Judgment:
+        claim = _read(text)
+        window = _align(claim, passage, self.window)
+        w_words = window.words
+        if self.check_values:
+            w_values = window.values
+            for v in claim.values:
+                if _value_present(v, w_values):
+                    continue
+                rivals = [e for e in w_values if _comparable(v, e)]
+                if rivals and v[0] != "num":
+                    return Judgment("contradicted", f"claim says {_show(v)}, the evidence says {_show(rivals[0])}")
+                return Judgment("insufficient", f"the evidence does not state {_show(v)}")
+        if self.check_names:
+            w_tokens = window.tokens
+            for shown, tokens, loose in _names(text):
+                if not _name_found(tokens, loose, all_tokens, w_tokens, evidence):
+                    return Judgment("insufficient", f"the evidence does not name {shown!r}")
+        shared = claim.words & w_words
+        ratio = len(shared) / len(claim.words) if claim.words else 1.0
+        if ratio >= self.coverage:  # negation and may/must can only take back what would be entailed
+            w_negated = window.governed("negated")
+            flipped = ((claim.negated & w_words) - w_negated) | ((w_negated & claim.words) - claim.negated)
+            # one flipped word decides a short claim; a long one needs two (one is often a side clause)
+            if self.check_negation and len(flipped) >= (1 if len(claim.words) <= 4 else 2):
+                shown = ", ".join(sorted(flipped)[:3])
+                return Judgment("contradicted", f"negation differs between the claim and its evidence ({shown})")
+            if self.check_modality:
+                c_may, c_must = claim.may & w_words, claim.must & w_words
+                e_may, e_must = window.governed("may") & claim.words, window.governed("must") & claim.words
+                if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
+                    return Judgment("contradicted", "obligation differs (may vs must)")
+        if ratio >= self.coverage:
+            return Judgment("entailed", f"{ratio:.0%} of the claim's words are in its evidence window; values agree")
+        return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in its evidence window")
+
+
+_DEFAULTS: dict[str, Any] = {}
+
+
+def _flag(v: object) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() not in {"0", "false", "no", "off"}
+    return bool(v)
+
+
+def _facts(claim: str, facts: Sequence[str]) -> Judgment | None:
+    claim_values, claim_fold = values(claim), fold(claim)
+    for fact in facts:
+        fvals = values(fact)
+        if fvals:
+            if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
+                wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
+                if wrong:
+                    return Judgment("contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}")
+                return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+        elif fold(fact) not in claim_fold:
+            return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+    return None
+
+
+_DEFAULTS.update(RulesJudge()._raw())
