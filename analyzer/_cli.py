@@ -75,12 +75,15 @@ def _analyze(args: argparse.Namespace) -> int:
         print(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})", file=sys.stderr)
         return 2
     show = _progress(args)
+    judge = _load_judge(args)
+    if judge is None:
+        return 2
     try:
         result = analyze(
             args.db,
             gold=args.gold,
             traces=args.traces or None,
-            judge=args.judge,
+            judge=judge,
             labels=args.labels,
             progress=show,
             on_phase=(lambda name: print(f"{name}...", file=sys.stderr)) if show else None,
@@ -118,21 +121,69 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if gold.errors else 0
 
 
-def _calibrate(args: argparse.Namespace) -> int:
-    from ._calibrate import calibrate
-    from ._judge import JUDGES
+def _load_judge(args: argparse.Namespace) -> Any:
+    """The judge --judge names, built with --judge-option KEY=VALUE; None (after saying why) when it cannot be."""
+    from .judges import JudgeNotFound, available, load
 
-    agreement = calibrate(args.labels_file, JUDGES[args.judge]())
+    if args.judge == "list":
+        for name, where in sorted(available().items()):
+            print(f"{name}\t{where}")
+        return None
+    options: dict[str, str] = {}
+    for opt in args.judge_option or []:
+        key, sep, value = opt.partition("=")
+        if not sep or not key.strip():
+            print(f"citeline: --judge-option {opt!r}: write KEY=VALUE, e.g. model=gpt-4o-mini", file=sys.stderr)
+            return None
+        options[key.strip()] = value
+    try:
+        return load(args.judge, **options)
+    except (JudgeNotFound, ValueError, TypeError, ImportError) as exc:
+        print(f"citeline: --judge {args.judge}: {exc}", file=sys.stderr)
+        return None
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from ._calibrate import agreement, examples
+
+    judge = _load_judge(args)
+    if judge is None:
+        return 0 if args.judge == "list" else 2
+    if not args.labels_file or not Path(args.labels_file).is_file():
+        print(f"citeline: labelled file {args.labels_file!r} not found; give a CSV or JSONL file", file=sys.stderr)
+        return 2
+    corpus = None
+    if args.gold:
+        from ._gold import load_gold
+
+        corpus = {cid: c.text for cid, c in load_gold(args.gold).corpus.items()}
+    found, left_out, problems = examples(args.labels_file, corpus)
+    result = agreement(judge, found, args.labels_file)
+    result.left_out, result.problems = left_out, problems
+    for p in problems:
+        print(f"citeline: skipped: {p}", file=sys.stderr)
     if args.format == "json":
-        print(json.dumps(agreement.__dict__, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     else:
-        print(
-            f"judge {agreement.judge} on {agreement.n} human-labelled claims: "
-            f"accuracy {agreement.accuracy:.3f}, Cohen's kappa {agreement.kappa:.3f}"
-        )
-        for k, v in agreement.confusion.items():
-            print(f"  human/judge {k}: {v}")
-    return 0
+        print(_agreement_table(result))
+    return 0 if result.n else 1
+
+
+def _agreement_table(a: Any) -> str:
+    lines = [
+        f"judge {a.judge} on {a.n} labelled claims from {a.source} ({a.left_out} left out, N/A or no evidence)",
+        f"  accuracy {a.accuracy:.3f}   Cohen's kappa {a.kappa:.3f}   "
+        f"false support {a.false_support:.3f}   missed support {a.missed_support:.3f}",
+        f"  claims with numbers, dates or amounts (n={a.with_values.n}): accuracy {a.with_values.accuracy:.3f}   "
+        f"kappa {a.with_values.kappa:.3f}   false support {a.with_values.false_support:.3f}   "
+        f"missed support {a.with_values.missed_support:.3f}",
+        "  people \\ judge   " + "  ".join(f"{lb:>14}" for lb in a.confusion["supported"]),
+    ]
+    for human, row in a.confusion.items():
+        lines.append(f"  {human:<15} " + "  ".join(f"{n:>14}" for n in row.values()))
+    if a.judge_errors:
+        lines.append(f"  the judge failed on {a.judge_errors} claim(s): counted as not_applicable (not entailed)")
+    return "\n".join(lines)
 
 
 def _phoenix_url(args: argparse.Namespace) -> str | None:
@@ -372,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     an.add_argument("--gold", required=True, help="gold YAML/JSON file, or a folder with corpus.jsonl + cases.jsonl")
     an.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
-    an.add_argument("--judge", default="rules", choices=("rules",), help="support judge (default rules)")
+    _judge_args(an)
     an.add_argument("--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge")
     an.add_argument("--format", choices=("table", "json"), default="table")
     an.add_argument("--quiet", action="store_true", help="no progress output")
@@ -393,12 +444,31 @@ def build_parser() -> argparse.ArgumentParser:
         "measure a judge against human support labels (accuracy, Cohen's kappa)",
         "citeline calibrate tests/data/expertqa/rand_test.jsonl",
     )
-    ca.add_argument("labels_file", help="ExpertQA JSONL, or JSONL rows {claim, evidence, label}")
-    ca.add_argument("--judge", default="rules", choices=("rules",))
+    ca.add_argument(
+        "labels_file",
+        nargs="?",
+        help="CSV/JSONL rows {claim, evidence | chunks, label}; ExpertQA, WiCE and RGB files as published",
+    )
+    _judge_args(ca)
+    ca.add_argument("--gold", help="gold set whose corpus gives the text of rows that name chunks instead of evidence")
     ca.add_argument("--format", choices=("table", "json"), default="table")
     ca.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; calibrate reads no store")
     ca.set_defaults(func=_calibrate)
     return parser
+
+
+def _judge_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--judge",
+        default="rules",
+        help="support judge: rules (default), llm, nli, ensemble, or an installed plug-in; 'list' shows them",
+    )
+    p.add_argument(
+        "--judge-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an option for the judge (repeatable), e.g. model=gpt-4o-mini or coverage=0.6",
+    )
 
 
 def _check_paths(args: argparse.Namespace) -> str | None:

@@ -100,12 +100,12 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
     rows = []
     for (case_id, claim_id, text, cited, quotes), (q_at, at) in zip(matched, plan, strict=True):
         results = [answers[i] for i in at]
-        labels = [r[0] for r in results]
-        pick = next((r for r in results if r[0] == "entailed"), None) or next(
-            (r for r in results if r[0] == "contradicted"), results[0]
+        # entailed by any bundle wins; a bundle the judge could not decide might have entailed it, so it
+        # comes next (not_evaluable, never grounding); then a contradiction; then the first verdict
+        pick = next(
+            (r for want in ("entailed", "not_applicable", "contradicted") for r in results if r[0] == want),
+            results[0],
         )
-        if "entailed" not in labels and all(lb == "not_applicable" for lb in labels):
-            pick = ("insufficient", "no gold support text to check the claim against")
         if q_at is not None and answers[q_at][0] == "contradicted":
             pick = answers[q_at]
         rows.append(

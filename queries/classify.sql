@@ -171,7 +171,8 @@ flagged AS (
            -- a judgment this claim needs, and did not get in a known label
            ((j.gold_claim_id IS NOT NULL AND j.gold_claim_id <> '(abstain)' AND j.claim_idx IS NOT NULL)
                 OR (j.gold_claim_id IS NULL AND len(j.cited) > 0))
-               AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)) AS no_judgment,
+               AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)
+                    OR j.support_label = 'not_applicable') AS no_judgment,
            len(j.invalid) > 0 AS f_invalid,
            s.what IS NOT NULL OR f_drift AS f_fresh,
            j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
@@ -202,12 +203,14 @@ flagged AS (
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
 ),
 -- 6. not evaluable: a stage up to generation could not be read (everything after it is
---    unknown), the judgment is missing, or resolution/render could not be read and nothing
+--    unknown), the judgment is missing (a judge failure, an unknown label, not_applicable), or
+--    resolution/render could not be read, when nothing
 --    earlier already broke the chain
 evaluable AS (
     SELECT f.*,
            coalesce(f.unreadable_stage IN ('retrieval', 'context', 'generation'), false)
-           OR coalesce(f.no_judgment, false)
+           -- a missing judgment matters only when no earlier link, judged without it, already broke
+           OR coalesce(f.no_judgment AND NOT (f_invalid OR f_fresh OR f_miss OR f_drop), false)
            OR coalesce(f.unreadable_stage IN ('resolution', 'render')
                        AND NOT (f_invalid OR f_fresh OR f_miss OR f_drop OR coalesce(f_ground, false)
                                 OR coalesce(f_uncited, false) OR coalesce(f_attr, false)), false) AS f_noteval
@@ -269,6 +272,8 @@ SELECT
         WHEN 'access_violation' THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
         WHEN 'not_evaluable' THEN CASE
              WHEN no_judgment AND support_label IS NULL THEN 'judge ' || $judge || ' gave no verdict for this claim'
+             WHEN no_judgment AND support_label = 'not_applicable' THEN 'judge ' || $judge || ' could not decide: '
+                  || coalesce(rationale, 'no reason given')
              WHEN no_judgment THEN 'judge ' || $judge || ' answered ''' || support_label || ''', not one of '
                   || array_to_string($labels, ', ')
              ELSE 'the ' || unreadable_stage || ' span could not be read ('

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer import judges as _judge
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._store import BUCKETS, connect
 from citeline.analyzer.judges import LABELS, Judgment, RulesJudge
@@ -39,9 +38,8 @@ class ScriptedJudge(RulesJudge):
 
 @pytest.fixture
 def scripted() -> Iterator[type[ScriptedJudge]]:
-    _judge.JUDGES["scripted"] = ScriptedJudge  # type: ignore[assignment]
     yield ScriptedJudge
-    del _judge.JUDGES["scripted"]
+    ScriptedJudge.script = []
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +54,15 @@ def test_an_unknown_label_is_not_evaluable_naming_the_judge(
     tmp_path: Path, demo_dir: Path, scripted: type[ScriptedJudge]
 ) -> None:
     scripted.script = ["maybe"]
-    result = analyze(tmp_path / "s.duckdb", gold=gold_path(), traces=[demo_dir], judge="scripted")
+    result = analyze(tmp_path / "s.duckdb", gold=gold_path(), traces=[demo_dir], judge=ScriptedJudge())
     judged = [r for r in result.claims.to_dicts() if r["support_label"] is not None]
     assert judged
     for r in judged:
         assert (r["bucket"], r["stage"]) == ("not_evaluable", "generation")
+        assert r["support_label"] == "not_applicable"
         assert r["reason"] == (
-            "judge scripted@1 answered 'maybe', not one of entailed, contradicted, insufficient, not_applicable"
+            "judge scripted@1 could not decide: answered 'maybe', not one of entailed, contradicted, insufficient, "
+            "not_applicable"
         )
     assert result.summary["ok"] == 0
 
@@ -73,10 +73,13 @@ def test_no_ok_without_an_allowed_label(
     tmp_path_factory: pytest.TempPathFactory, demo_dir: Path, scripted: type[ScriptedJudge], script: list[str]
 ) -> None:
     scripted.script = list(script)
-    result = analyze(tmp_path_factory.mktemp("p") / "s.duckdb", gold=gold_path(), traces=[demo_dir], judge="scripted")
+    result = analyze(
+        tmp_path_factory.mktemp("p") / "s.duckdb", gold=gold_path(), traces=[demo_dir], judge=ScriptedJudge()
+    )
     for r in result.claims.to_dicts():
-        if r["support_label"] is not None and r["support_label"] not in LABELS:
-            assert r["bucket"] == "not_evaluable", r
+        assert r["support_label"] is None or r["support_label"] in LABELS, r
+        if r["support_label"] == "not_applicable":
+            assert (r["bucket"], r["stage"]) == ("not_evaluable", "generation"), r
         if r["bucket"] == "ok" and r["gold_claim_id"] not in (None, "(abstain)"):
             assert r["support_label"] == "entailed", r
 

@@ -80,7 +80,7 @@ def ident(judge: Judge) -> str:
 
 
 def failed(judge: Judge, why: str) -> Judgment:
-    return Judgment("not_applicable", f"judge {judge.name}@{judge.version} could not decide: {why}", error=True)
+    return Judgment("not_applicable", why, error=True)
 
 
 def _checked(judge: Judge, answer: object) -> Judgment:

@@ -1,0 +1,195 @@
+"""The ``llm`` judge: any OpenAI-compatible chat-completions endpoint (a hosted model, vLLM, Ollama, llama.cpp).
+
+Options (``--judge-option KEY=VALUE``), each with its environment variable:
+
+- ``model`` (``CITELINE_JUDGE_MODEL``, then ``OPENAI_MODEL``): required;
+- ``base_url`` (``OPENAI_BASE_URL``, default ``https://api.openai.com/v1``), ``api_key`` (``OPENAI_API_KEY``);
+- ``concurrency`` (4), ``retries`` (2), ``timeout`` seconds (60), ``backoff`` seconds (1.0, doubled each retry);
+- ``temperature`` (0), ``max_tokens`` (300);
+- ``price_in`` / ``price_out``: USD per million prompt / completion tokens, for the cost in the run summary.
+
+The prompt is versioned (``PROMPT_VERSION``, part of the judge's version and so of the cache key). The
+model answers a JSON object ``{"label": ..., "rationale": ...}``; a reply that is not one is asked again
+once, then the claim is ``not_applicable`` with the reply quoted. HTTP errors 429 and 5xx, timeouts and
+refused connections are retried with backoff; a request that still fails is ``not_applicable`` with the
+reason. No dependency beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ._api import LABELS, BaseJudge, JudgeItem, Judgment, failed
+
+PROMPT_VERSION = "1"
+_SYSTEM = (
+    "You check citations. Given a claim and the evidence it cites, decide whether the evidence supports the "
+    "claim. Answer with one JSON object and nothing else: "
+    '{"label": "<entailed|contradicted|insufficient>", "rationale": "<one sentence>"}. '
+    "entailed: every part of the claim, including each name, number, date and amount, is stated by or "
+    "follows directly from the evidence. contradicted: the evidence states something incompatible with "
+    "the claim (another value, another name, the opposite). insufficient: the evidence does not say enough "
+    "either way. Judge only from the evidence, not from what you know."
+)
+_RETRY = "Your reply was not a JSON object with a label of entailed, contradicted or insufficient. Reply again."
+_JSON = re.compile(r"\{.*\}", re.DOTALL)
+
+
+class JudgeRequestError(RuntimeError):
+    pass
+
+
+def _user(item: JudgeItem) -> str:
+    parts = [f"Claim: {item.claim}", "Evidence:"]
+    parts += [f"[{i}] {text}" for i, text in enumerate(item.evidence, start=1)]
+    if item.facts:
+        parts.append("The claim must state these facts: " + "; ".join(item.facts))
+    if item.quotes:
+        parts.append("The claim quotes these words from the evidence: " + "; ".join(repr(q) for q in item.quotes))
+    return "\n".join(parts)
+
+
+def parse_reply(text: str) -> Judgment | None:
+    """The label and rationale in a model's reply, or None when it holds no usable JSON object."""
+    m = _JSON.search(text or "")
+    if not m:
+        return None
+    try:
+        obj = json.loads(m.group(0))
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    label = str(obj.get("label", "")).strip().lower()
+    if label not in LABELS:
+        return None
+    return Judgment(label, str(obj.get("rationale") or "").strip() or "(no rationale given)")
+
+
+class LLMJudge(BaseJudge):
+    name = "llm"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int | str = 4,
+        retries: int | str = 2,
+        timeout: float | str = 60.0,
+        backoff: float | str = 1.0,
+        temperature: float | str = 0.0,
+        max_tokens: int | str = 300,
+        price_in: float | str = 0.0,
+        price_out: float | str = 0.0,
+    ) -> None:
+        self.model = model or os.environ.get("CITELINE_JUDGE_MODEL") or os.environ.get("OPENAI_MODEL") or ""
+        if not self.model:
+            raise ValueError("the llm judge needs a model: --judge-option model=NAME (or CITELINE_JUDGE_MODEL)")
+        base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.url = base.rstrip("/") + ("" if base.rstrip("/").endswith("/chat/completions") else "/chat/completions")
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self.concurrency = max(1, int(concurrency))
+        self.retries = max(0, int(retries))
+        self.timeout = float(timeout)
+        self.backoff = float(backoff)
+        self.temperature = float(temperature)
+        self.max_tokens = int(max_tokens)
+        self.price_in, self.price_out = float(price_in), float(price_out)
+        self.version = PROMPT_VERSION
+        self._lock = threading.Lock()
+        self._usage = {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        return {"model": self.model, "prompt": PROMPT_VERSION, "temperature": self.temperature}
+
+    def usage(self) -> dict[str, float]:
+        with self._lock:
+            u: dict[str, float] = dict(self._usage)
+        u["cost_usd"] = round((u["prompt_tokens"] * self.price_in + u["completion_tokens"] * self.price_out) / 1e6, 6)
+        return u
+
+    def judge(
+        self, claim: str, evidence: Sequence[str], facts: Sequence[str] = (), quotes: Sequence[str] = ()
+    ) -> Judgment:
+        item = JudgeItem(claim, list(evidence), list(facts), list(quotes))
+        if not [e for e in item.evidence if e and e.strip()]:
+            return Judgment("not_applicable", "no evidence text to judge against")
+        messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": _user(item)}]
+        try:
+            reply = self._ask(messages)
+            verdict = parse_reply(reply)
+            if verdict is None:  # re-asked once, with the reply it gave
+                messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": _RETRY}]
+                again = self._ask(messages)
+                verdict = parse_reply(again)
+                if verdict is None:
+                    return failed(self, f"the model's reply is not a verdict, twice: {again[:200]!r}")
+            return verdict
+        except JudgeRequestError as exc:
+            return failed(self, str(exc))
+
+    def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
+        items = [JudgeItem(*it) for it in items]
+        if len(items) <= 1 or self.concurrency == 1:
+            return [self.judge(*it) for it in items]
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="citeline-llm") as pool:
+            return list(pool.map(lambda it: self.judge(*it), items))
+
+    def _ask(self, messages: list[dict[str, str]]) -> str:
+        body = json.dumps(
+            {
+                "model": self.model,
+                "messages": messages,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+            }
+        ).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                with self._lock:
+                    self._usage["retries"] += 1
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            with self._lock:
+                self._usage["requests"] += 1
+            try:
+                req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the user's endpoint
+                    payload = json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code} from {self.url}"
+                if exc.code == 429 or exc.code >= 500:
+                    continue
+                raise JudgeRequestError(f"{last}: {exc.read()[:200]!r}") from exc
+            except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                last = f"{'timed out' if isinstance(reason, TimeoutError) else reason} ({self.url})"
+                continue
+            except ValueError as exc:
+                raise JudgeRequestError(f"the endpoint's answer is not JSON ({exc})") from exc
+            return self._content(payload)
+        raise JudgeRequestError(f"no answer after {self.retries + 1} tries: {last}")
+
+    def _content(self, payload: Any) -> str:
+        try:
+            usage = payload.get("usage") or {}
+            with self._lock:
+                self._usage["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+                self._usage["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+            return str(payload["choices"][0]["message"]["content"] or "")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise JudgeRequestError(f"the endpoint's answer has no choices[0].message.content ({exc!r})") from exc

@@ -1,0 +1,126 @@
+"""A real chat-completions server on loopback, answering from a table (stands in for a hosted LLM).
+
+No model can be downloaded here, so the model's *answers* are scripted; everything between citeline
+and the model (HTTP, JSON, timeouts, retries, concurrency) is real. The table maps a claim (or a
+part of one) to what the "model" does:
+
+    {"label": "entailed"}            a valid verdict
+    {"reply": "free text"}           a reply with no JSON verdict (every time)
+    {"malformed_once": "entailed"}   a bad reply first, the verdict when asked again
+    {"status": 500, "times": 1}      that HTTP status for the first ``times`` requests, then ``default``
+    {"sleep": 5}                     answers after 5 s (longer than the client's timeout)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class ChatServer:
+    table: dict[str, dict[str, Any]]
+    default: dict[str, Any] = field(default_factory=lambda: {"label": "insufficient"})
+    url: str = ""
+    requests: Counter[str] = field(default_factory=Counter)
+    seen: list[dict[str, Any]] = field(default_factory=list)
+    active: int = 0
+    most_active: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def action(self, claim: str) -> dict[str, Any]:
+        for key, act in self.table.items():
+            if key in claim:
+                return act
+        return self.default
+
+
+def _claim(messages: list[dict[str, str]]) -> str:
+    for m in messages:
+        if m.get("role") == "user" and m.get("content", "").startswith("Claim: "):
+            return m["content"].splitlines()[0].removeprefix("Claim: ")
+    return ""
+
+
+def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            claim = _claim(body["messages"])
+            with server.lock:
+                server.requests[claim] += 1
+                n = server.requests[claim]
+                server.seen.append(body)
+                server.active += 1
+                server.most_active = max(server.most_active, server.active)
+            act = server.action(claim)
+            time.sleep(float(act.get("sleep", 0.02)))  # a little latency, so concurrency shows
+            with server.lock:  # counted as done before the answer leaves, so the next request cannot overlap it
+                server.active -= 1
+            try:
+                self._answer(body, act, n)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout): that is what the test wanted
+
+        def _answer(self, body: dict[str, Any], act: dict[str, Any], n: int) -> None:
+            if "status" in act and n <= int(act.get("times", 10**9)):
+                self.send_response(int(act["status"]))
+                self.end_headers()
+                self.wfile.write(b'{"error": "scripted"}')
+                return
+            if "status" in act:
+                act = server.default
+            if "reply" in act:
+                content = act["reply"]
+            elif "malformed_once" in act:
+                asked_again = len(body["messages"]) > 2
+                content = (
+                    json.dumps({"label": act["malformed_once"], "rationale": "scripted, asked again"})
+                    if asked_again
+                    else "Sure! The claim looks fine to me."
+                )
+            else:
+                label = act.get("label", "entailed")
+                content = json.dumps({"label": label, "rationale": f"scripted {label}"})
+            prompt_words = sum(len(m["content"].split()) for m in body["messages"])
+            payload = {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt_words, "completion_tokens": 10, "total_tokens": prompt_words + 10},
+            }
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@contextmanager
+def chat_server(table: dict[str, dict[str, Any]], default: dict[str, Any] | None = None) -> Iterator[ChatServer]:
+    state = ChatServer(table, default or {"label": "insufficient"})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, name="chat-server", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

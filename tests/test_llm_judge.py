@@ -1,0 +1,170 @@
+"""The llm judge against a real chat-completions server on loopback.
+
+Mocked: only the model's answers (no model weights or hosted LLM can be reached here); they come from
+a table in tests/chat_server.py. HTTP, JSON, retries, timeouts and concurrency are real.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from citeline.analyzer._analyze import analyze
+from citeline.analyzer._cli import main
+from citeline.analyzer.judges import JudgeItem, judge_all, load
+from citeline.examples.demo import SCENARIOS, gold_path
+from tests.analysis_helpers import run_and_analyze
+from tests.chat_server import chat_server
+
+EVIDENCE = ["Opened electronics may be returned within 30 days of delivery."]
+
+
+def _judge(url: str, **options: str) -> object:
+    return load("llm", model="table-model", base_url=url, backoff="0.01", **options)
+
+
+def test_verdicts_come_from_the_endpoint_with_the_prompt_version_in_the_cache_key() -> None:
+    with chat_server({"30 days": {"label": "entailed"}, "60 days": {"label": "contradicted"}}) as srv:
+        judge = _judge(srv.url)
+        ok, wrong = judge_all(judge, [JudgeItem("Returns take 30 days.", EVIDENCE), JudgeItem("60 days.", EVIDENCE)])
+    assert (ok.label, ok.rationale, ok.error) == ("entailed", "scripted entailed", False)
+    assert (wrong.label, wrong.error) == ("contradicted", False)
+    assert judge.settings == {"model": "table-model", "prompt": "1", "temperature": 0.0}
+    body = srv.seen[0]
+    assert body["model"] == "table-model"
+    assert body["messages"][1]["content"].splitlines()[:3] == ["Claim: Returns take 30 days.", "Evidence:", f"[1] {EVIDENCE[0]}"]
+
+
+def test_a_malformed_reply_is_asked_again_once_then_not_applicable_with_the_reply_quoted() -> None:
+    table = {"again": {"malformed_once": "entailed"}, "never": {"reply": "I would say it is fine."}}
+    with chat_server(table) as srv:
+        again, never = judge_all(_judge(srv.url), [JudgeItem("asked again", EVIDENCE), JudgeItem("never", EVIDENCE)])
+    assert (again.label, again.rationale) == ("entailed", "scripted, asked again")
+    assert srv.requests["asked again"] == 2
+    assert never.label == "not_applicable" and never.error
+    assert never.rationale == "the model's reply is not a verdict, twice: 'I would say it is fine.'"
+    assert srv.requests["never"] == 2
+
+
+def test_an_unknown_label_is_a_malformed_reply() -> None:
+    with chat_server({"maybe": {"label": "maybe"}}) as srv:
+        (j,) = judge_all(_judge(srv.url), [JudgeItem("maybe so", EVIDENCE)])
+    assert (j.label, j.error) == ("not_applicable", True)
+    assert "maybe" in j.rationale
+
+
+def test_server_errors_are_retried_with_backoff_and_then_named() -> None:
+    table = {"flaky": {"status": 500, "times": 1}, "down": {"status": 503}, "bad request": {"status": 400}}
+    with chat_server(table, default={"label": "entailed"}) as srv:
+        judge = _judge(srv.url, retries="2")
+        flaky, down, bad = judge_all(
+            judge, [JudgeItem("flaky", EVIDENCE), JudgeItem("down", EVIDENCE), JudgeItem("bad request", EVIDENCE)]
+        )
+    assert (flaky.label, srv.requests["flaky"]) == ("entailed", 2)
+    assert (down.label, down.error, srv.requests["down"]) == ("not_applicable", True, 3)
+    assert down.rationale == f"no answer after 3 tries: HTTP 503 from {srv.url}/chat/completions"
+    assert (bad.label, srv.requests["bad request"]) == ("not_applicable", 1)  # a 4xx is not retried
+    assert bad.rationale.startswith(f"HTTP 400 from {srv.url}/chat/completions")
+    usage = judge.usage()  # type: ignore[attr-defined]
+    assert (usage["requests"], usage["retries"]) == (6, 3)
+
+
+def test_a_timeout_is_not_applicable_and_the_rest_of_the_batch_is_judged() -> None:
+    with chat_server({"slow": {"sleep": 2}}, default={"label": "entailed"}) as srv:
+        judge = _judge(srv.url, timeout="0.3", retries="0")
+        answers = judge_all(judge, [JudgeItem("slow one", EVIDENCE), JudgeItem("fast one", EVIDENCE)])
+    assert [a.label for a in answers] == ["not_applicable", "entailed"]
+    assert answers[0].rationale == f"no answer after 1 tries: timed out ({srv.url}/chat/completions)"
+
+
+def test_judge_many_runs_requests_concurrently_up_to_the_limit_and_counts_tokens() -> None:
+    with chat_server({}, default={"label": "entailed", "sleep": 0.2}) as srv:
+        judge = _judge(srv.url, concurrency="3", price_in="2", price_out="10")
+        answers = judge_all(judge, [JudgeItem(f"claim {i}", EVIDENCE) for i in range(9)])
+    assert [a.label for a in answers] == ["entailed"] * 9
+    assert srv.most_active == 3
+    usage = judge.usage()  # type: ignore[attr-defined]
+    prompt = sum(sum(len(m["content"].split()) for m in b["messages"]) for b in srv.seen)
+    assert usage == {
+        "requests": 9,
+        "retries": 0,
+        "prompt_tokens": prompt,
+        "completion_tokens": 90,
+        "cost_usd": round((prompt * 2 + 90 * 10) / 1e6, 6),
+    }
+
+
+def test_no_model_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CITELINE_JUDGE_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_MODEL", raising=False)
+    with pytest.raises(ValueError, match="needs a model: --judge-option model=NAME"):
+        load("llm")
+
+
+def test_calibrate_with_the_llm_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        {"claim": "Returns take 30 days.", "evidence": EVIDENCE, "label": "supported"},
+        {"claim": "Returns take 60 days.", "evidence": EVIDENCE, "label": "not_supported"},
+        {"claim": "Returns are free.", "evidence": EVIDENCE, "label": "not_supported"},
+        {"claim": "Gift cards expire.", "evidence": EVIDENCE, "label": "supported"},
+    ]
+    labelled = tmp_path / "labels.jsonl"
+    labelled.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    table = {"30 days": {"label": "entailed"}, "60 days": {"label": "entailed"}, "expire": {"status": 500}}
+    with chat_server(table) as srv:
+        code = main(
+            [
+                "calibrate",
+                str(labelled),
+                "--judge",
+                "llm",
+                "--judge-option",
+                "model=table-model",
+                "--judge-option",
+                f"base_url={srv.url}",
+                "--judge-option",
+                "backoff=0.01",
+                "--format",
+                "json",
+            ]
+        )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["judge"] == 'llm@1{"model":"table-model","prompt":"1","temperature":0.0}'
+    assert (out["n"], out["judge_errors"]) == (4, 1)
+    assert out["confusion"] == {
+        "supported": {"entailed": 1, "contradicted": 0, "insufficient": 0, "not_applicable": 1},
+        "not_supported": {"entailed": 1, "contradicted": 0, "insufficient": 1, "not_applicable": 0},
+    }
+    assert (out["false_support"], out["missed_support"]) == (0.5, 0.5)
+
+
+def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path: Path) -> None:
+    picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed")]
+    _, outcomes = run_and_analyze(tmp_path, picked)
+    traces = tmp_path / "traces"
+    table = {"60 days": {"sleep": 2}}  # the model never answers in time for the wrong claim
+    with chat_server(table, default={"label": "entailed"}) as srv:
+        judge = _judge(srv.url, timeout="0.3", retries="1")
+        result = analyze(tmp_path / "llm.duckdb", gold=gold_path(), traces=[traces], judge=judge)
+    rows = {r["claim_text"]: r for r in result.claims.to_dicts() if r["gold_claim_id"] == "window"}
+    slow = next(r for t, r in rows.items() if "60 days" in t)
+    fast = next(r for t, r in rows.items() if "30 days" in t)
+    assert (slow["bucket"], slow["stage"], slow["support_label"]) == ("not_evaluable", "generation", "not_applicable")
+    gen_span = next(o for o in outcomes if o.scenario.name == "wrong-number").spans["generation"]
+    assert slow["span_id"] == gen_span
+    assert slow["reason"] == (
+        'judge llm@1{"model":"table-model","prompt":"1","temperature":0.0} could not decide: '
+        f"no answer after 2 tries: timed out ({srv.url}/chat/completions)"
+    )
+    assert (fast["bucket"], fast["support_label"]) == ("ok", "entailed")
+    assert result.judge["failed"] == 1
+    assert result.judge["requests"] == result.judge["asked"] + 1  # the timed-out one was tried twice
+    # a failed judgment is not cached: a second run asks again, and gets an answer now
+    with chat_server({}, default={"label": "contradicted"}) as srv2:
+        again = analyze(tmp_path / "llm.duckdb", gold=gold_path(), judge=_judge(srv2.url))
+    assert srv2.requests and all("60 days" in c for c in srv2.requests)
+    slow2 = next(r for r in again.claims.to_dicts() if r["gold_claim_id"] == "window" and "60 days" in r["claim_text"])
+    assert (slow2["bucket"], slow2["support_label"]) == ("grounding", "contradicted")
