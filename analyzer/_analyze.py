@@ -309,6 +309,7 @@ def analyze(
                 },
             )
         phase("storing the run")
+        con.execute(_HUMAN_LABELLED, {"run_id": run_id})
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
         con.execute(
@@ -372,6 +373,17 @@ def analyze(
     finally:
         if own:
             con.close()
+
+
+_HUMAN_LABELLED = """
+INSERT INTO human_labelled
+SELECT c.run_id, c.trace_id, c.claim_text, c.cited_chunks,
+       list_transform(c.cited_chunks, lambda x: coalesce(m.texts[x], '')), h.label
+FROM claim_results AS c
+JOIN t_human AS h ON h.trace_id = c.trace_id AND h.claim_key = coalesce(c.gold_claim_id, c.claim_text),
+     (SELECT map_from_entries(list({'key': chunk_id, 'value': text})) AS texts FROM t_gold_chunks) AS m
+WHERE c.run_id = $run_id AND c.claim_text IS NOT NULL
+"""
 
 
 def _usage(judge: Judge) -> dict[str, float]:

@@ -224,6 +224,44 @@ def _evidence(rec: dict[str, Any], corpus: dict[str, str] | None) -> tuple[str, 
     return tuple(corpus[c] for c in ids)
 
 
+def gold_examples(db: str | Path, run: str | None = None) -> tuple[list[Example], int, list[str], str]:
+    """The claims people labelled in a run (``analyze --labels``), with the text of what each cites.
+
+    Returns the examples, how many were left out (a ``not_applicable`` label, or a claim citing no text),
+    the problems, and the run read (the latest with labels unless ``run`` names one)."""
+    from ._store import connect
+
+    con = connect(db, read_only=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "human_labelled" not in tables:
+            return [], 0, [f"{db}: this store predates stored human labels; run analyze --labels FILE again"], ""
+        if run is None:
+            found = con.execute(
+                "SELECT h.run_id FROM human_labelled h JOIN runs r USING (run_id) ORDER BY r.started_at DESC LIMIT 1"
+            ).fetchall()
+            if not found:
+                return [], 0, [f"{db}: no run has human labels; run analyze with --labels FILE first"], ""
+            run = str(found[0][0])
+        rows = con.execute(
+            "SELECT trace_id, claim_text, evidence, human_label FROM human_labelled WHERE run_id = $r "
+            "ORDER BY trace_id, claim_text",
+            {"r": run},
+        ).fetchall()
+    finally:
+        con.close()
+    out: list[Example] = []
+    left_out = 0
+    problems = [] if rows else [f"{db}: run {run} has no human labels"]
+    for trace_id, claim, evidence, label in rows:
+        texts = tuple(e for e in evidence or [] if e)
+        if label == "not_applicable" or not texts:
+            left_out += 1
+            continue
+        out.append(Example(claim, texts, label == "entailed", f"run {run} trace {trace_id}"))
+    return out, left_out, problems, run
+
+
 def _rates(pairs: Sequence[tuple[bool, str]]) -> Rates:
     n = len(pairs)
     if n == 0:

@@ -144,21 +144,29 @@ def _load_judge(args: argparse.Namespace) -> Any:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from ._calibrate import agreement, examples
+    from ._calibrate import agreement, examples, gold_examples
 
     judge = _load_judge(args)
     if judge is None:
         return 0 if args.judge == "list" else 2
-    if not args.labels_file or not Path(args.labels_file).is_file():
-        print(f"citeline: labelled file {args.labels_file!r} not found; give a CSV or JSONL file", file=sys.stderr)
-        return 2
-    corpus = None
-    if args.gold:
-        from ._gold import load_gold
+    if args.against_gold:
+        if not Path(args.db).is_file():
+            print(f"citeline: --against-gold reads a store: {args.db} does not exist", file=sys.stderr)
+            return 2
+        found, left_out, problems, run = gold_examples(args.db, args.run)
+        source = f"{args.db} run {run} (human labels)"
+    else:
+        if not args.labels_file or not Path(args.labels_file).is_file():
+            print(f"citeline: labelled file {args.labels_file!r} not found; give a CSV or JSONL file", file=sys.stderr)
+            return 2
+        corpus = None
+        if args.gold:
+            from ._gold import load_gold
 
-        corpus = {cid: c.text for cid, c in load_gold(args.gold).corpus.items()}
-    found, left_out, problems = examples(args.labels_file, corpus)
-    result = agreement(judge, found, args.labels_file)
+            corpus = {cid: c.text for cid, c in load_gold(args.gold).corpus.items()}
+        found, left_out, problems = examples(args.labels_file, corpus)
+        source = args.labels_file
+    result = agreement(judge, found, source)
     result.left_out, result.problems = left_out, problems
     for p in problems:
         print(f"citeline: skipped: {p}", file=sys.stderr)
@@ -451,8 +459,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _judge_args(ca)
     ca.add_argument("--gold", help="gold set whose corpus gives the text of rows that name chunks instead of evidence")
+    ca.add_argument(
+        "--against-gold",
+        action="store_true",
+        help="measure the judge on the claims people labelled in a run (analyze --labels), read from --db",
+    )
+    ca.add_argument("--run", help="with --against-gold: the run to read (default: the latest with labels)")
     ca.add_argument("--format", choices=("table", "json"), default="table")
-    ca.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; calibrate reads no store")
+    ca.add_argument("--db", default=DEFAULT_DB, help=f"store for --against-gold (default {DEFAULT_DB})")
     ca.set_defaults(func=_calibrate)
     return parser
 

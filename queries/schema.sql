@@ -172,6 +172,17 @@ CREATE TABLE IF NOT EXISTS case_results (
     abstained BOOLEAN
 );
 
+-- the claims people labelled in a run (analyze --labels), with the text of what each cites: what
+-- `citeline calibrate --against-gold` measures a judge on
+CREATE TABLE IF NOT EXISTS human_labelled (
+    run_id VARCHAR,
+    trace_id VARCHAR,
+    claim_text VARCHAR,
+    cited_chunks VARCHAR[],
+    evidence VARCHAR[],
+    human_label VARCHAR
+);
+
 -- cached support judgments: (claim, evidence, judge, version) -> label
 CREATE TABLE IF NOT EXISTS judgments (
     key VARCHAR PRIMARY KEY,

@@ -34,7 +34,11 @@ def test_verdicts_come_from_the_endpoint_with_the_prompt_version_in_the_cache_ke
     assert judge.settings == {"model": "table-model", "prompt": "1", "temperature": 0.0}
     body = srv.seen[0]
     assert body["model"] == "table-model"
-    assert body["messages"][1]["content"].splitlines()[:3] == ["Claim: Returns take 30 days.", "Evidence:", f"[1] {EVIDENCE[0]}"]
+    assert body["messages"][1]["content"].splitlines()[:3] == [
+        "Claim: Returns take 30 days.",
+        "Evidence:",
+        f"[1] {EVIDENCE[0]}",
+    ]
 
 
 def test_a_malformed_reply_is_asked_again_once_then_not_applicable_with_the_reply_quoted() -> None:

@@ -80,7 +80,10 @@ def test_calibrate_and_analyze_with_the_nli_judge(
         "b,It is refuted.,not_supported\n"
         "c,Nothing here.,supported\n"
     )
-    assert main(["calibrate", str(labelled), "--judge", "nli", "--judge-option", f"model={model_dir}", "--format", "json"]) == 0
+    assert (
+        main(["calibrate", str(labelled), "--judge", "nli", "--judge-option", f"model={model_dir}", "--format", "json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["confusion"] == {
         "supported": {"entailed": 1, "contradicted": 0, "insufficient": 1, "not_applicable": 0},
@@ -89,7 +92,9 @@ def test_calibrate_and_analyze_with_the_nli_judge(
     # through analyze: the tiny model reads "60" as a contradiction and "30" as support
     picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed")]
     run_and_analyze(tmp_path, picked)
-    result = analyze(tmp_path / "nli.duckdb", gold=gold_path(), traces=[tmp_path / "traces"], judge=load("nli", model=str(model_dir)))
+    result = analyze(
+        tmp_path / "nli.duckdb", gold=gold_path(), traces=[tmp_path / "traces"], judge=load("nli", model=str(model_dir))
+    )
     rows = [r for r in result.claims.to_dicts() if r["gold_claim_id"] == "window"]
     verdicts = sorted((("60 days" in r["claim_text"]), r["bucket"], r["support_label"]) for r in rows)
     assert verdicts == [(False, "ok", "entailed"), (True, "grounding", "contradicted")]

@@ -47,10 +47,12 @@ class EnsembleJudge(BaseJudge):
         said = judge_all(self.model, items)
         out = []
         for it, j in zip(items, said, strict=True):
+            verdict = j
             if j.label == "entailed":
                 check = self.veto.judge(*it)
                 if check.label in ("contradicted", "insufficient"):
                     self.vetoed += 1
-                    j = Judgment(check.label, f"{self.model.name} said entailed; the rules veto it: {check.rationale}")
-            out.append(j)
+                    why = f"{self.model.name} said entailed; the rules veto it: {check.rationale}"
+                    verdict = Judgment(check.label, why)
+            out.append(verdict)
         return out

@@ -168,7 +168,7 @@ class LLMJudge(BaseJudge):
                 self._usage["requests"] += 1
             try:
                 req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the user's endpoint
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     payload = json.loads(resp.read().decode("utf-8"))
             except urllib.error.HTTPError as exc:
                 last = f"HTTP {exc.code} from {self.url}"

@@ -57,7 +57,9 @@ class NLIJudge(BaseJudge):
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise ImportError(f"the nli judge needs onnxruntime and tokenizers: pip install 'citeline[nli]' ({exc})") from exc
+            raise ImportError(
+                f"the nli judge needs onnxruntime and tokenizers: pip install 'citeline[nli]' ({exc})"
+            ) from exc
         path = Path(model or os.environ.get("CITELINE_NLI_MODEL") or "")
         if not str(path) or str(path) == ".":
             raise ValueError("the nli judge needs a model: --judge-option model=PATH (an .onnx file or its folder)")
@@ -142,14 +144,17 @@ class NLIJudge(BaseJudge):
             best_n, best = max(enumerate(scored), key=lambda x: x[1][1].get("entailed", 0.0))
             if best[1].get("entailed", 0.0) >= self.entail:
                 out.append(
-                    Judgment("entailed", f"window {best_n + 1} of {len(scored)} entails it (p={best[1]['entailed']:.2f})")
+                    Judgment(
+                        "entailed", f"window {best_n + 1} of {len(scored)} entails it (p={best[1]['entailed']:.2f})"
+                    )
                 )
                 continue
             c_n, c = max(enumerate(scored), key=lambda x: x[1][1].get("contradicted", 0.0))
             if c[1].get("contradicted", 0.0) >= self.contradict:
                 out.append(
                     Judgment(
-                        "contradicted", f"window {c_n + 1} of {len(scored)} contradicts it (p={c[1]['contradicted']:.2f})"
+                        "contradicted",
+                        f"window {c_n + 1} of {len(scored)} contradicts it (p={c[1]['contradicted']:.2f})",
                     )
                 )
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any, cast
 
@@ -52,6 +52,7 @@ def _factory(name: str) -> Callable[..., Any]:
 def load(name: str, **options: Any) -> Judge:
     """The judge called ``name``, built with ``options`` (strings from the command line are converted by the judge)."""
     factory = _factory(name)
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):

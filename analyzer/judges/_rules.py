@@ -18,17 +18,21 @@ with the labelled example that motivates it; in short, in order:
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing
+import os
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._api import BaseJudge, Judgment
+from ._api import BaseJudge, JudgeItem, Judgment
 from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
-_SENT_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\s*\n+\s*")
+_SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")
 _SHORT_TAIL = re.compile(r"(?:\b[A-Za-z]{1,3}|\b(?:[A-Z]\.)+)\.$")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9\-']*")
 _WORDISH = re.compile(r"[a-z][a-z\-']{2,}")
@@ -45,7 +49,10 @@ _NOT_NAMES = _STOP | frozenset(
     "most some such other another moreover furthermore additionally similarly likewise nonetheless "
     "nevertheless therefore hence thus overall finally firstly secondly thirdly lastly instead meanwhile "
     "consequently ultimately generally typically specifically notably importantly alternatively conversely "
-    "otherwise accordingly besides still today currently recently historically traditionally".split()
+    "otherwise accordingly besides still today currently recently historically traditionally "
+    # months and days are read as dates (values), not as names
+    "january february march april may june july august september october november december jan feb mar apr "
+    "jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
 )
 # words a reply adds around its content (dialogue, chat): not evidence for or against anything
 _FILLER = frozenset(
@@ -70,27 +77,41 @@ class _Text:
     negated: frozenset[str]  # stemmed words a negator governs
     may: frozenset[str]
     must: frozenset[str]
+    units: frozenset[str]  # what a window is chosen by: words and value keys
 
 
-def _governed(pattern: re.Pattern[str], t: str) -> frozenset[str]:
-    out: set[str] = set()
-    for m in pattern.finditer(t):
+_CUES = re.compile(f"(?P<negated>{_NEGATOR.pattern})|(?P<may>{_MAY.pattern})|(?P<must>{_MUST.pattern})")
+_NO_CUES = {"negated": frozenset[str](), "may": frozenset[str](), "must": frozenset[str]()}
+
+
+def _governed_all(t: str) -> dict[str, frozenset[str]]:
+    """For negators and may/must words: the stemmed words each governs (the next few of its clause)."""
+    found: dict[str, set[str]] = {}
+    for m in _CUES.finditer(t):
         end = _CLAUSE_END.search(t, m.end(), m.end() + 80)
         following = [w for w in _WORDISH.findall(t, m.end(), end.start() if end else m.end() + 80) if w not in _STOP]
-        following = following[:_SCOPE]
-        out.update(_stem(w) for w in following)
-    return frozenset(out)
+        found.setdefault(m.lastgroup or "", set()).update(_stem(w) for w in following[:_SCOPE])
+    if not found:
+        return _NO_CUES
+    return {k: frozenset(found.get(k, ())) for k in _NO_CUES}
 
 
-def _read(sentence: str) -> _Text:
-    t = fold(sentence)
+def _read(sentence: str, folded: bool = False, tokens: bool = True) -> _Text:
+    """Read a sentence once; a claim's needs no ``tokens`` (its names are read from its own text)."""
+    t = sentence if folded else fold(sentence)
+    toks = [w.strip("-'.").removesuffix("'s") for w in _TOKEN.findall(t.replace("’", "'"))] if tokens else []
+    words = frozenset(_stem(w.strip("-'")) for w in _WORDISH.findall(t) if w not in _STOP and w not in _FILLER)
+    vals = tuple(values(t, folded=True))
+    cues = _governed_all(t)
     return _Text(
-        words=frozenset(_stem(w.strip("-'")) for w in _WORDISH.findall(t) if w not in _STOP and w not in _FILLER),
-        tokens=frozenset(_token(w) for w in _TOKEN.findall(t.replace("’", "'"))),
-        values=tuple(values(sentence)),
-        negated=_governed(_NEGATOR, t),
-        may=_governed(_MAY, t),
-        must=_governed(_MUST, t),
+        words=words,
+        # each token, and each pair run together (a name written "Tech Crunch" is found as "TechCrunch")
+        tokens=frozenset(toks) | frozenset(a + b for a, b in itertools.pairwise(toks)),
+        values=vals,
+        negated=cues["negated"],
+        may=cues["may"],
+        must=cues["must"],
+        units=words.union(*(_value_keys(v) for v in vals)),
     )
 
 
@@ -108,14 +129,29 @@ def sentences(text: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def _read_passage(text: str) -> tuple[_Text, ...]:
-    return tuple(_read(s) for s in sentences(text))
+    return tuple(_read(s, folded=True) for s in sentences(fold(text)))
+
+
+@lru_cache(maxsize=16384)
+def _evidence(evidence: tuple[str, ...]) -> tuple[tuple[_Text, ...], frozenset[str]]:
+    """The sentences of the cited texts, and every token and word in them (the same citation recurs)."""
+    passage = tuple(s for e in evidence for s in _read_passage(e))
+    return passage, frozenset().union(*(s.tokens for s in passage), *(s.words for s in passage))
 
 
 def _token(word: str) -> str:
     return fold(word).replace("’", "'").strip("-'.").removesuffix("'s")
 
 
-def _names(claim: str) -> list[tuple[str, frozenset[str], bool]]:
+class _Name(NamedTuple):
+    shown: str
+    tokens: frozenset[str]
+    loose: bool  # a lone word opening the sentence: any of its forms will do
+    joined: str  # the words run together: "Tech Crunch" is found as "techcrunch"
+
+
+@lru_cache(maxsize=4096)
+def _names(claim: str) -> tuple[_Name, ...]:
     """Capitalised spans of the claim, each with the folded tokens that must be found.
 
     A lone capitalised word that opens a list item or a heading, or follows a colon, is usually an
@@ -132,12 +168,12 @@ def _names(claim: str) -> list[tuple[str, frozenset[str], bool]]:
             continue
         tokens -= _NOT_NAMES
         if tokens:
-            if len(words) == 1 and _opens_sentence(claim, m.start()):  # "Returns within 30 days..." may be a verb
-                tokens = {_stem(t) for t in tokens} | tokens
-                out.append((m.group(0).strip(".,;:"), frozenset(tokens), True))
-            else:
-                out.append((m.group(0).strip(".,;:"), frozenset(tokens), False))
-    return out
+            loose = len(words) == 1 and _opens_sentence(claim, m.start())  # "Returns within 30 days" may be a verb
+            if loose:
+                tokens |= {_stem(t) for t in tokens}
+            joined = "".join(t for t in map(_token, words) if t and t not in _NAME_GLUE and t not in _NOT_NAMES)
+            out.append(_Name(m.group(0).strip(".,;:"), frozenset(tokens), loose, joined))
+    return tuple(out)
 
 
 def _opens(text: str, at: int) -> bool:
@@ -188,19 +224,24 @@ def _acronym_in(acronym: str, evidence: str) -> bool:
     return re.search(r"\b" + glue.join(f"{c}[\\w'-]*" for c in letters) + r"\b", evidence) is not None
 
 
-def _name_found(
-    tokens: frozenset[str], loose: bool, all_tokens: frozenset[str], w_tokens: frozenset[str], evidence: str
-) -> bool:
+def _name_found(name: _Name, all_tokens: frozenset[str], w_tokens: frozenset[str], evidence: str) -> bool:
     """Every word of the name in the evidence (an acronym spelled out counts), and one of them in the window.
 
     Every word, not most: "The Walt Disney Company" against "The Walt Warner Bros Company" differs in one.
     A lone word opening the sentence is ``loose``: any one of its forms (returns, return) will do.
     """
-    if loose:
+    tokens = name.tokens
+    if name.loose:
         return bool(tokens & all_tokens)
+    if name.joined in all_tokens:
+        return True
     if not all(t in all_tokens or _acronym_in(t, evidence) for t in tokens):
         return False
     return bool(tokens & w_tokens) or not tokens <= all_tokens
+
+
+def _states_something(sentence: str, t: _Text) -> bool:
+    return len(t.words) >= 2 or bool(t.values) or bool(_names(sentence))
 
 
 def _value_present(v: Value, found: Sequence[Value]) -> bool:
@@ -217,10 +258,6 @@ def _value_keys(v: Value) -> set[str]:
     if v[0] == "date" and v[1]:
         keys.add(f"\0num:{v[1]}")
     return keys
-
-
-def _units(t: _Text) -> set[str]:
-    return set(t.words).union(*(_value_keys(v) for v in t.values))
 
 
 @dataclass(frozen=True)
@@ -245,21 +282,22 @@ class _Window:
 
 def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
     """Greedy cover: the evidence sentences that add the most of the claim's words and values, up to ``most``."""
-    target = _units(claim)
+    target = claim.units
     covered: set[str] = set()
     chosen: list[int] = []
-    units = [_units(s) & target for s in passage]
+    units = [(i, u) for i, u in ((i, s.units & target) for i, s in enumerate(passage)) if u]
     for _ in range(most):
         best, gain = -1, 0
-        for i, u in enumerate(units):
+        for i, u in units:
             g = len(u - covered)
             if g > gain:
                 best, gain = i, g
         # a further sentence must add two things (or a value): one shared word is coincidence
-        if best < 0 or (chosen and gain < 2 and not any(x.startswith("\0") for x in units[best] - covered)):
+        picked = passage[best].units & target if best >= 0 else frozenset()
+        if best < 0 or (chosen and gain < 2 and not any(x.startswith("\0") for x in picked - covered)):
             break
         chosen.append(best)
-        covered |= units[best]
+        covered |= picked
         if covered >= target:
             break
     return _Window(tuple(passage[i] for i in sorted(chosen)))
@@ -279,7 +317,9 @@ class RulesJudge(BaseJudge):
         names: bool = True,
         negation: bool = True,
         modality: bool = True,
+        workers: int | str = 0,
     ) -> None:
+        self.workers = int(workers) or min(os.cpu_count() or 1, 8)  # processes for a large batch; not a verdict
         self.coverage = float(coverage)
         self.window = int(window)
         self.check_values = _flag(values)
@@ -302,13 +342,30 @@ class RulesJudge(BaseJudge):
             "modality": self.check_modality,
         }
 
+    def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
+        """Large batches are judged on every core: items citing the same evidence go to the same process."""
+        items = [JudgeItem(*it) for it in items]
+        if self.workers <= 1 or len(items) < PARALLEL_MIN:
+            return [self.judge(*it) for it in items]
+        order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
+        size = -(-len(order) // (self.workers * 4))
+        chunks = [order[i : i + size] for i in range(0, len(order), size)]
+        ctx = multiprocessing.get_context("spawn")  # no fork of a host's threads
+        out: list[Judgment | None] = [None] * len(items)
+        with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+            jobs = [(self._raw(), [items[i] for i in chunk]) for chunk in chunks]
+            for chunk, answers in zip(chunks, pool.map(_judge_chunk, jobs), strict=True):
+                for i, a in zip(chunk, answers, strict=True):
+                    out[i] = a
+        return [a for a in out if a is not None]
+
     def judge(
         self, claim: str, evidence: Sequence[str], facts: Sequence[str] = (), quotes: Sequence[str] = ()
     ) -> Judgment:
         evidence = [e for e in evidence if e and e.strip()]
         if not evidence:
             return Judgment("not_applicable", "no evidence text to judge against")
-        whole = fold(" ".join(evidence))
+        whole = fold(" ".join(evidence)) if quotes else ""
         for q in quotes:
             if q and fold(q) not in whole:
                 return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
@@ -316,10 +373,12 @@ class RulesJudge(BaseJudge):
             verdict = _facts(claim, facts)
             if verdict is not None:
                 return verdict
-        passage = [s for e in evidence for s in _read_passage(e)]
-        all_tokens = frozenset().union(*(s.tokens for s in passage), *(s.words for s in passage))
+        passage, all_tokens = _evidence(tuple(evidence))
         joined = " ".join(evidence)
-        verdicts = [self._sentence(s, passage, all_tokens, joined) for s in sentences(claim)] or [
+        parts = [(s, _read(s, tokens=False)) for s in sentences(claim)]
+        # a sentence that states nothing checkable ("Yes, I love that movie!") is not judged, unless it is all
+        checkable = [p for p in parts if _states_something(*p)] or parts
+        verdicts = [self._sentence(s, read, passage, all_tokens, joined) for s, read in checkable] or [
             Judgment("insufficient", "the claim has no text")
         ]
         for label in ("contradicted", "insufficient"):
@@ -328,8 +387,9 @@ class RulesJudge(BaseJudge):
                     return v
         return verdicts[0]
 
-    def _sentence(self, text: str, passage: Sequence[_Text], all_tokens: frozenset[str], evidence: str) -> Judgment:
-        claim = _read(text)
+    def _sentence(
+        self, text: str, claim: _Text, passage: Sequence[_Text], all_tokens: frozenset[str], evidence: str
+    ) -> Judgment:
         window = _align(claim, passage, self.window)
         w_words = window.words
         if self.check_values:
@@ -343,9 +403,9 @@ class RulesJudge(BaseJudge):
                 return Judgment("insufficient", f"the evidence does not state {_show(v)}")
         if self.check_names:
             w_tokens = window.tokens
-            for shown, tokens, loose in _names(text):
-                if not _name_found(tokens, loose, all_tokens, w_tokens, evidence):
-                    return Judgment("insufficient", f"the evidence does not name {shown!r}")
+            for name in _names(text):
+                if not _name_found(name, all_tokens, w_tokens, evidence):
+                    return Judgment("insufficient", f"the evidence does not name {name.shown!r}")
         shared = claim.words & w_words
         ratio = len(shared) / len(claim.words) if claim.words else 1.0
         if ratio >= self.coverage:  # negation and may/must can only take back what would be entailed
@@ -366,6 +426,13 @@ class RulesJudge(BaseJudge):
 
 
 _DEFAULTS: dict[str, Any] = {}
+PARALLEL_MIN = 4000  # below this, starting processes costs more than it saves
+
+
+def _judge_chunk(job: tuple[dict[str, Any], list[JudgeItem]]) -> list[Judgment]:
+    settings, items = job
+    judge = RulesJudge(**settings, workers=1)
+    return [judge.judge(*it) for it in items]
 
 
 def _flag(v: object) -> bool:

@@ -1,0 +1,109 @@
+"""Benchmark: the rules judge on 100,000 distinct claim/evidence pairs (target: under 30 s on 2 cores).
+
+Pairs are built from the repository's real prose (ExpertQA evidence passages, WiCE and RGB text): each
+claim is a sentence of its passage, kept, cut, or changed (a number, a name, a negation), and judged
+against one to three passages. Two shapes are timed:
+
+- ``shared``: passages come from a pool, so a passage meets many claims (a gold chunk cited by many
+  answers, as in a real run): the judge reads each passage once;
+- ``unique``: every pair's evidence text is distinct (a marker word per pair), so nothing is reused.
+
+Also the baseline: rules v1 (the whole-evidence judge this one replaced), on the same pairs.
+
+    .venv/bin/python bench/judge.py [--n 100000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from citeline.analyzer._calibrate import examples  # noqa: E402
+from citeline.analyzer.judges import JudgeItem, RulesJudge  # noqa: E402
+from citeline.analyzer.judges._rules import _read_passage, sentences  # noqa: E402
+
+
+def passages() -> list[str]:
+    found: list[str] = []
+    for name in ("expertqa/rand_test.jsonl", "expertqa/domain_test.jsonl", "rgb/en_fact.jsonl"):
+        ex, _, _ = examples(ROOT / "tests" / "data" / name)
+        found += [e for x in ex for e in x.evidence]
+    for line in (ROOT / "tests" / "data" / "wice" / "claim_test.jsonl").read_text().splitlines():
+        ev = json.loads(line)["evidence"]
+        found += [" ".join(ev[i : i + 8]) for i in range(0, len(ev), 8)]
+    return sorted({p for p in found if 200 <= len(p) <= 3000})
+
+
+def _claim(rng: random.Random, passage: str) -> str:
+    ss = [s for s in sentences(passage) if len(s.split()) >= 5] or [passage[:200]]
+    s = rng.choice(ss)
+    words = s.split()
+    roll = rng.random()
+    if roll < 0.2:
+        words = words[: max(4, len(words) // 2)]
+    elif roll < 0.4:
+        words = [str(rng.randint(2, 2030)) if w.isdigit() else w for w in words] + [str(rng.randint(1, 99))]
+    elif roll < 0.5:
+        words.insert(min(2, len(words)), "not")
+    elif roll < 0.6:
+        words = [rng.choice(["Paris", "Jordan", "Acme", "Kepler"]) if w[:1].isupper() else w for w in words]
+    return " ".join(words)
+
+
+def pairs(n: int, unique: bool, seed: int = 7) -> list[JudgeItem]:
+    rng = random.Random(seed)
+    pool = passages()
+    out: list[JudgeItem] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    while len(out) < n:
+        ev = rng.sample(pool, rng.choice((1, 1, 2, 3)))
+        claim = _claim(rng, ev[0]) + f" ({len(out)})"  # distinct claims, whatever the evidence
+        if unique:
+            ev = [*ev[:-1], ev[-1] + f" Ref {len(out)}."]
+        key = (claim, tuple(ev))
+        if key not in seen:
+            seen.add(key)
+            out.append(JudgeItem(claim, ev))
+    return out
+
+
+def time_judge(items: list[JudgeItem], judge: object) -> float:
+    _read_passage.cache_clear()
+    t = time.perf_counter()
+    judge.judge_many(items)  # type: ignore[attr-defined]
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline-n", type=int, default=20_000, help="pairs for the v1 baseline (it is slower)")
+    args = ap.parse_args()
+    judge = RulesJudge()
+    from bench.rules_v1 import RulesJudgeV1
+
+    for shape in ("shared", "unique"):
+        items = pairs(args.n, unique=shape == "unique")
+        times = [time_judge(items, judge) for _ in range(args.runs)]
+        med = statistics.median(times)
+        base = pairs(args.baseline_n, unique=shape == "unique")
+        v1 = statistics.median(time_judge(base, RulesJudgeV1()) for _ in range(args.runs))
+        print(
+            f"rules@2 {shape:6} evidence: {args.n:,} pairs in {med:.1f} s median of {args.runs} "
+            f"({args.n / med:,.0f} pairs/s; runs {', '.join(f'{t:.1f}' for t in times)}); "
+            f"target < 30 s: {'met' if med < 30 else 'NOT met'}; "
+            f"baseline rules@1: {args.baseline_n / v1:,.0f} pairs/s ({args.n / med / (args.baseline_n / v1):.2f}x)"
+        )
+
+
+if __name__ == "__main__":
+    main()

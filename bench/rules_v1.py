@@ -1,0 +1,76 @@
+"""The rules judge as round 1 shipped it (rules@1), kept only as the benchmark baseline for bench/judge.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from citeline.analyzer.judges import JudgeItem, Judgment
+from citeline.analyzer.judges._text import (
+    _MAY,
+    _MUST,
+    _NEG,
+    _comparable,
+    _same_value,
+    _shared_ratio,
+    _show,
+    fold,
+    values,
+)
+
+
+class RulesJudgeV1:
+    """Round 1's rules judge (whole-evidence word coverage), kept as the benchmark baseline."""
+
+    name = "rules"
+    version = "1"
+
+    def __init__(self, coverage: float = 0.6) -> None:
+        self.coverage = coverage
+
+    def judge(
+        self, claim: str, evidence: list[str], facts: list[str] | None = None, quotes: list[str] | None = None
+    ) -> Judgment:
+        evidence = [e for e in evidence if e and e.strip()]
+        if not evidence:
+            return Judgment("not_applicable", "no evidence text to judge against")
+        ev = " ".join(evidence)
+        ev_fold, claim_fold = fold(ev), fold(claim)
+        for q in quotes or []:
+            if q and fold(q) not in ev_fold:
+                return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
+        claim_values, ev_values = values(claim), values(ev)
+        for fact in facts or []:
+            fvals = values(fact)
+            if fvals:
+                if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
+                    wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
+                    if wrong:
+                        return Judgment("contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}")
+                    return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+            elif fold(fact) not in claim_fold:
+                return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+        for v in claim_values:
+            if any(_same_value(v, e) for e in ev_values):
+                continue
+            rivals = [e for e in ev_values if _comparable(v, e) and v[0] != "num"]
+            if rivals:
+                return Judgment("contradicted", f"claim says {_show(v)}, evidence says {_show(rivals[0])}")
+            if v[0] != "num":
+                return Judgment("insufficient", f"evidence does not state {_show(v)}")
+        ratio = _shared_ratio(claim, ev)
+        if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and ratio >= 0.5:
+            return Judgment("contradicted", "negation differs between claim and evidence")
+        c_must, e_must = bool(_MUST.search(claim_fold)), bool(_MUST.search(ev_fold))
+        c_may, e_may = bool(_MAY.search(claim_fold)), bool(_MAY.search(ev_fold))
+        if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
+            return Judgment("contradicted", "obligation differs (may vs must)")
+        if ratio >= self.coverage:
+            return Judgment("entailed", f"{ratio:.0%} of the claim's words are in the evidence; values agree")
+        return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in the evidence")
+
+    @property
+    def settings(self) -> dict[str, object]:
+        return {}
+
+    def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
+        return [self.judge(it.claim, list(it.evidence), list(it.facts), list(it.quotes)) for it in items]

@@ -1,0 +1,68 @@
+"""The per-pattern value reader the rules judge used before its single-scan one: the test oracle for it."""
+
+from __future__ import annotations
+
+import re
+
+from citeline.analyzer.judges._text import (
+    _BARE,
+    _CODE_CUE,
+    _CURRENCY_SYMBOLS,
+    _DAY_MONTH,
+    _DIGIT,
+    _ISO_DATE,
+    _MONEY_POST,
+    _MONEY_PRE,
+    _MONTH_CUE,
+    _MONTH_DAY,
+    _MONTHS,
+    _PERCENT,
+    _QTY_DIGITS,
+    _QTY_WORDS,
+    _UNITS,
+    _WORD_NUMBERS,
+    Value,
+    _num,
+    fold,
+)
+
+
+def values_by_pattern(text: str, folded: bool = False) -> list[Value]:
+    """Numbers that mean something, read as values: money, percent, dates, quantities, bare numbers."""
+    t = text if folded else fold(text)
+    found: list[tuple[int, int, Value]] = []
+    if not _DIGIT.search(t):  # only "two weeks"-like quantities can be written without a digit
+        for m in _QTY_WORDS.finditer(t):
+            found.append((m.start(), m.end(), ("qty", _UNITS[m.group(4)], float(_WORD_NUMBERS[m.group(3)]))))
+        return [v for _, _, v in found]
+
+    def add(m: re.Match[str], value: Value) -> None:
+        if not any(s < m.end() and m.start() < e for s, e, _ in found):
+            found.append((m.start(), m.end(), value))
+
+    # each pattern runs only when its cue is in the text (most sentences have none): same values, fewer scans
+    if any(c in t for c in _CURRENCY_SYMBOLS):
+        for m in _MONEY_PRE.finditer(t):
+            add(m, ("money", _CURRENCY_SYMBOLS[m.group(1)], _num(m.group(2), m.group(3))))
+    if _CODE_CUE.search(t):
+        for m in _MONEY_POST.finditer(t):
+            code = m.group(3).upper()
+            add(m, ("money", "TRY" if code == "TL" else code, _num(m.group(1), m.group(2))))
+    if "%" in t or "percent" in t:
+        for m in _PERCENT.finditer(t):
+            add(m, ("percent", "%", _num(m.group(1), m.group(2))))
+    if "-" in t:
+        for m in _ISO_DATE.finditer(t):
+            add(m, ("date", m.group(1), float(int(m.group(2)) * 100 + int(m.group(3)))))
+    if _MONTH_CUE.search(t):
+        for m in _MONTH_DAY.finditer(t):
+            add(m, ("date", m.group(3) or "", float(_MONTHS[m.group(1)] * 100 + int(m.group(2)))))
+        for m in _DAY_MONTH.finditer(t):
+            add(m, ("date", m.group(3) or "", float(_MONTHS[m.group(2)] * 100 + int(m.group(1)))))
+    qty = sorted([*_QTY_DIGITS.finditer(t), *_QTY_WORDS.finditer(t)], key=lambda m: m.start())
+    for m in qty:
+        amount = _num(m.group(1), m.group(2)) if m.group(1) else float(_WORD_NUMBERS[m.group(3)])
+        add(m, ("qty", _UNITS[m.group(4)], amount))
+    for m in _BARE.finditer(t):
+        add(m, ("num", "", _num(m.group(1), m.group(2))))
+    return [v for _, _, v in sorted(found)]
