@@ -472,10 +472,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _judge_args(p: argparse.ArgumentParser) -> None:
+    from .judges import available
+
     p.add_argument(
         "--judge",
         default="rules",
-        help="support judge: rules (default), llm, nli, ensemble, or an installed plug-in; 'list' shows them",
+        help=f"support judge (default rules); installed: {', '.join(sorted(available()))}; 'list' shows where from",
     )
     p.add_argument(
         "--judge-option",

@@ -61,9 +61,8 @@ def main() -> None:
                 confusions[name] = a.confusion
     print("\n### Confusion matrices (rules@2): people's class by the judge's label\n")
     for name, conf in confusions.items():
-        print(
-            f"{name}:\n\n| people \\\\ judge | entailed | contradicted | insufficient | not_applicable |\n|---|---|---|---|---|"
-        )
+        print(f"{name}:\n\n| people \\\\ judge | entailed | contradicted | insufficient | not_applicable |")
+        print("|---|---|---|---|---|")
         for human, row in conf.items():
             print(f"| {human} | " + " | ".join(str(n) for n in row.values()) + " |")
         print()

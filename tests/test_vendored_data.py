@@ -36,6 +36,7 @@ def test_the_repository_cites_only_what_it_holds() -> None:
         *root.glob("*.md"),
         *root.glob("docs/*.md"),
         *root.glob("analyzer/*.py"),
+        *root.glob("analyzer/judges/*.py"),
         *root.glob("instrumentation/*.py"),
     ]
     files += [*root.glob("queries/*.sql"), *root.glob("examples/*.py")]

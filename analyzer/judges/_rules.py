@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from ._api import BaseJudge, JudgeItem, Judgment
@@ -67,17 +67,49 @@ _SCOPE = 6  # a negator or modal governs the next few content words of its claus
 _CLAUSE_END = re.compile(r"[,.;:!?()\[\]\"“”]|\b(?:but|which|that|because|while|although|though|whereas|if|when)\b")
 
 
-@dataclass(frozen=True)
 class _Text:
-    """One sentence (or claim sentence), read once."""
+    """One sentence (or claim sentence), read once: words and values at once (a window is chosen by them),
+    tokens and negation/modality cues when first asked (most evidence sentences never are)."""
 
-    words: frozenset[str]  # stemmed content words
-    tokens: frozenset[str]  # every folded token, for names
-    values: tuple[Value, ...]
-    negated: frozenset[str]  # stemmed words a negator governs
-    may: frozenset[str]
-    must: frozenset[str]
-    units: frozenset[str]  # what a window is chosen by: words and value keys
+    def __init__(self, folded: str) -> None:
+        self.text = folded
+        self.words: frozenset[str] = frozenset(map(_word_key, _WORDISH.findall(folded))) - _NOT_A_WORD
+        self.values: tuple[Value, ...] = tuple(values(folded, folded=True))
+        # what a window is chosen by: words and value keys
+        self.units: frozenset[str] = self.words.union(*(_value_keys(v) for v in self.values))
+
+    @cached_property
+    def tokens(self) -> frozenset[str]:
+        """Every folded token, and each pair run together (a name written "Tech Crunch" is found as "TechCrunch")."""
+        toks = [w.strip("-'.").removesuffix("'s") for w in _TOKEN.findall(self.text.replace("’", "'"))]
+        return frozenset(toks) | frozenset(a + b for a, b in itertools.pairwise(toks))
+
+    @cached_property
+    def _cues(self) -> dict[str, frozenset[str]]:
+        return _governed_all(self.text)
+
+    @property
+    def negated(self) -> frozenset[str]:  # stemmed words a negator governs
+        return self._cues["negated"]
+
+    @property
+    def may(self) -> frozenset[str]:
+        return self._cues["may"]
+
+    @property
+    def must(self) -> frozenset[str]:
+        return self._cues["must"]
+
+
+_NOT_A_WORD = frozenset({""})
+
+
+@lru_cache(maxsize=300_000)
+def _word_key(w: str) -> str:
+    """A content word's stem; "" for a stop word or a chat filler."""
+    if w in _STOP or w in _FILLER:
+        return ""
+    return _stem(w.strip("-'"))
 
 
 _CUES = re.compile(f"(?P<negated>{_NEGATOR.pattern})|(?P<may>{_MAY.pattern})|(?P<must>{_MUST.pattern})")
@@ -96,23 +128,8 @@ def _governed_all(t: str) -> dict[str, frozenset[str]]:
     return {k: frozenset(found.get(k, ())) for k in _NO_CUES}
 
 
-def _read(sentence: str, folded: bool = False, tokens: bool = True) -> _Text:
-    """Read a sentence once; a claim's needs no ``tokens`` (its names are read from its own text)."""
-    t = sentence if folded else fold(sentence)
-    toks = [w.strip("-'.").removesuffix("'s") for w in _TOKEN.findall(t.replace("’", "'"))] if tokens else []
-    words = frozenset(_stem(w.strip("-'")) for w in _WORDISH.findall(t) if w not in _STOP and w not in _FILLER)
-    vals = tuple(values(t, folded=True))
-    cues = _governed_all(t)
-    return _Text(
-        words=words,
-        # each token, and each pair run together (a name written "Tech Crunch" is found as "TechCrunch")
-        tokens=frozenset(toks) | frozenset(a + b for a, b in itertools.pairwise(toks)),
-        values=vals,
-        negated=cues["negated"],
-        may=cues["may"],
-        must=cues["must"],
-        units=words.union(*(_value_keys(v) for v in vals)),
-    )
+def _read(sentence: str, folded: bool = False) -> _Text:
+    return _Text(sentence if folded else fold(sentence))
 
 
 def sentences(text: str) -> list[str]:
@@ -132,11 +149,20 @@ def _read_passage(text: str) -> tuple[_Text, ...]:
     return tuple(_read(s, folded=True) for s in sentences(fold(text)))
 
 
-@lru_cache(maxsize=16384)
-def _evidence(evidence: tuple[str, ...]) -> tuple[tuple[_Text, ...], frozenset[str]]:
-    """The sentences of the cited texts, and every token and word in them (the same citation recurs)."""
-    passage = tuple(s for e in evidence for s in _read_passage(e))
-    return passage, frozenset().union(*(s.tokens for s in passage), *(s.words for s in passage))
+@lru_cache(maxsize=65536)
+def _passage_vocab(text: str) -> frozenset[str]:
+    read = _read_passage(text)
+    return frozenset().union(*(s.tokens for s in read), *(s.words for s in read))
+
+
+class _Vocab:
+    """Every token and word of the cited texts, without building their union for each citation."""
+
+    def __init__(self, evidence: Sequence[str]) -> None:
+        self.sets = [_passage_vocab(e) for e in evidence]
+
+    def __contains__(self, token: object) -> bool:
+        return any(token in s for s in self.sets)
 
 
 def _token(word: str) -> str:
@@ -224,7 +250,7 @@ def _acronym_in(acronym: str, evidence: str) -> bool:
     return re.search(r"\b" + glue.join(f"{c}[\\w'-]*" for c in letters) + r"\b", evidence) is not None
 
 
-def _name_found(name: _Name, all_tokens: frozenset[str], w_tokens: frozenset[str], evidence: str) -> bool:
+def _name_found(name: _Name, all_tokens: _Vocab, w_tokens: frozenset[str], evidence: str) -> bool:
     """Every word of the name in the evidence (an acronym spelled out counts), and one of them in the window.
 
     Every word, not most: "The Walt Disney Company" against "The Walt Warner Bros Company" differs in one.
@@ -232,12 +258,12 @@ def _name_found(name: _Name, all_tokens: frozenset[str], w_tokens: frozenset[str
     """
     tokens = name.tokens
     if name.loose:
-        return bool(tokens & all_tokens)
+        return any(t in all_tokens for t in tokens)
     if name.joined in all_tokens:
         return True
     if not all(t in all_tokens or _acronym_in(t, evidence) for t in tokens):
         return False
-    return bool(tokens & w_tokens) or not tokens <= all_tokens
+    return bool(tokens & w_tokens) or not all(t in all_tokens for t in tokens)
 
 
 def _states_something(sentence: str, t: _Text) -> bool:
@@ -373,9 +399,10 @@ class RulesJudge(BaseJudge):
             verdict = _facts(claim, facts)
             if verdict is not None:
                 return verdict
-        passage, all_tokens = _evidence(tuple(evidence))
+        passage = [s for e in evidence for s in _read_passage(e)]
+        all_tokens = _Vocab(evidence)
         joined = " ".join(evidence)
-        parts = [(s, _read(s, tokens=False)) for s in sentences(claim)]
+        parts = [(s, _read(s)) for s in sentences(claim)]
         # a sentence that states nothing checkable ("Yes, I love that movie!") is not judged, unless it is all
         checkable = [p for p in parts if _states_something(*p)] or parts
         verdicts = [self._sentence(s, read, passage, all_tokens, joined) for s, read in checkable] or [
@@ -388,7 +415,7 @@ class RulesJudge(BaseJudge):
         return verdicts[0]
 
     def _sentence(
-        self, text: str, claim: _Text, passage: Sequence[_Text], all_tokens: frozenset[str], evidence: str
+        self, text: str, claim: _Text, passage: Sequence[_Text], all_tokens: _Vocab, evidence: str
     ) -> Judgment:
         window = _align(claim, passage, self.window)
         w_words = window.words

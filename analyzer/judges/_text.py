@@ -122,7 +122,12 @@ _ALTERNATIVES = (  # in priority order: where two readings overlap, the earlier 
     ("bare", _BARE),
 )
 # one scan finds where each value starts and its kind; the kind's own pattern then reads its groups
-_ANY_VALUE = re.compile("|".join(f"(?P<{k}>{re.sub(r'[(](?![?])', '(?:', p.pattern)})" for k, p in _ALTERNATIVES))
+# (the leading test only skips positions where no kind can start: mid-word letters, spaces, punctuation)
+_ANY_VALUE = re.compile(
+    r"(?:(?=[\d$€£¥₦₺₹])|(?<![a-z0-9])(?=[a-z]))(?:"
+    + "|".join(f"(?P<{k}>{re.sub(r'[(](?![?])', '(?:', p.pattern)})" for k, p in _ALTERNATIVES)
+    + ")"
+)
 _BY_KIND = dict(_ALTERNATIVES)
 
 
