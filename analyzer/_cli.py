@@ -77,7 +77,7 @@ def _analyze(args: argparse.Namespace) -> int:
     show = _progress(args)
     judge = _load_judge(args)
     if judge is None:
-        return 2
+        return 0 if args.judge == "list" else 2
     try:
         result = analyze(
             args.db,

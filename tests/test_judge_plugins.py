@@ -77,3 +77,17 @@ def test_an_unknown_judge_names_the_installed_ones(capsys: pytest.CaptureFixture
     assert main(["calibrate", "x.jsonl", "--judge", "nope"]) == 2
     err = capsys.readouterr().err
     assert err == "citeline: --judge nope: no judge named 'nope'; installed: ensemble, llm, nli, rules\n"
+
+
+def test_analyze_names_a_bad_judge_option_before_touching_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from citeline.examples.demo import gold_path
+
+    db = tmp_path / "s.duckdb"
+    base = ["analyze", "--gold", str(gold_path()), "--db", str(db), "--judge", "rules"]
+    assert main([*base, "--judge-option", "coverage"]) == 2
+    assert "--judge-option 'coverage': write KEY=VALUE" in capsys.readouterr().err
+    assert main([*base, "--judge-option", "threshold=0.7"]) == 2
+    assert "judge 'rules' has no option 'threshold'; its options: coverage, window" in capsys.readouterr().err
+    assert not db.exists()
