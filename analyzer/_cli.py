@@ -244,6 +244,7 @@ def _annotate(args: argparse.Namespace) -> int:
     finally:
         con.close()
     print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
+    print(f"run {run_id}: {report.trace_annotations} trace summary annotation(s) named 'citeline.trace' written")
     if report.missing_spans:
         print(
             f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "

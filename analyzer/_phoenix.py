@@ -18,9 +18,11 @@ has no more.
 
 Annotate writes one annotation named ``citeline`` per failing claim onto the
 span where the chain broke (label = bucket, explanation = reason, identifier =
-the claim, so claims sharing a span do not overwrite each other). Phoenix keys
-annotations by (name, span, identifier), so re-running updates, never
-duplicates. The API key comes from ``PHOENIX_API_KEY``, never a flag.
+the claim, so claims sharing a span do not overwrite each other; no score, so
+Phoenix shows the bucket), and one named ``citeline.trace`` per joined trace on
+its request span (label = the trace's verdict, explanation = its claims per
+bucket). Phoenix keys annotations by (name, span, identifier), so re-running
+updates, never duplicates. The API key comes from ``PHOENIX_API_KEY``, never a flag.
 """
 
 from __future__ import annotations
@@ -258,6 +260,7 @@ class AnnotateReport:
     annotations: int = 0
     batches: int = 0
     missing_spans: list[str] = field(default_factory=list)
+    trace_annotations: int = 0
 
 
 def claim_identifier(trace_id: str, case_id: str | None, gold_claim_id: str | None, claim_text: str | None) -> str:
@@ -281,7 +284,8 @@ def annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
                 "name": NAME,
                 "annotator_kind": "CODE",
                 "identifier": claim_identifier(trace_id, case_id, gold_claim_id, claim_text),
-                "result": {"label": bucket, "score": 0.0, "explanation": reason or ""},
+                # no score: Phoenix's chip then reads the label (the bucket), not "μ 0.00"
+                "result": {"label": bucket, "explanation": reason or ""},
                 "metadata": {
                     "run_id": run_id,
                     "case_id": case_id,
@@ -296,6 +300,37 @@ def annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[st
     return out
 
 
+TRACE_NAME = "citeline.trace"
+
+
+def trace_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
+    """One summary per joined trace on its request (root) span: label = the trace's verdict, every trace."""
+    rows = con.execute(
+        """
+        SELECT c.trace_id, c.case_id, c.verdict, r.span_id,
+               (SELECT list(b ORDER BY b) FROM (SELECT bucket || ' ' || count(*) AS b FROM claim_results k
+                 WHERE k.run_id = c.run_id AND k.trace_id = c.trace_id GROUP BY bucket)) AS counts
+        FROM case_results AS c
+        JOIN (SELECT trace_id, min(span_id) AS span_id FROM spans WHERE stage = 'request' GROUP BY trace_id) AS r
+          USING (trace_id)
+        WHERE c.run_id = $r
+        ORDER BY c.trace_id
+        """,
+        {"r": run_id},
+    ).fetchall()
+    return [
+        {
+            "span_id": span_id,
+            "name": TRACE_NAME,
+            "annotator_kind": "CODE",
+            "identifier": "trace",
+            "result": {"label": verdict, "explanation": "claims: " + ", ".join(counts or [])},
+            "metadata": {"run_id": run_id, "case_id": case_id, "trace_id": trace_id},
+        }
+        for trace_id, case_id, verdict, span_id, counts in rows
+    ]
+
+
 def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[dict[str, Any]]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -304,19 +339,20 @@ def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[di
 def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str) -> AnnotateReport:
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
     report = AnnotateReport(run_id)
-    rows = annotation_rows(con, run_id)
+    rows = annotation_rows(con, run_id) + trace_annotation_rows(con, run_id)
     rest = _Rest(url)
     try:
         for batch in _batches(rows, BATCH):
-            if _post(rest, url, batch):
-                report.annotations += len(batch)
-            else:
+            taken = list(batch) if _post(rest, url, batch) else []
+            if not taken:
                 # a span Phoenix does not know sinks the whole batch: post one by one to name it
                 for item in batch:
                     if _post(rest, url, [item]):
-                        report.annotations += 1
-                    else:
+                        taken.append(item)
+                    elif item["span_id"] not in report.missing_spans:
                         report.missing_spans.append(item["span_id"])
+            report.annotations += sum(1 for item in taken if item["name"] == NAME)
+            report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
             report.batches += 1
     finally:
         rest.close()

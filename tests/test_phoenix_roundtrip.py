@@ -84,13 +84,13 @@ def _rows(out: str) -> list[tuple[Any, ...]]:
     )
 
 
-def _annotations(url: str, span_ids: list[str]) -> list[dict[str, Any]]:
+def _annotations(url: str, span_ids: list[str], name: str = "citeline") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(0, len(span_ids), 50):
         query = "&".join(f"span_ids={s}" for s in span_ids[i : i + 50])
         with urllib.request.urlopen(f"{url}/v1/projects/{PROJECT}/span_annotations?{query}&limit=1000") as resp:
             out += json.loads(resp.read())["data"]
-    return [a for a in out if a["name"] == "citeline"]
+    return [a for a in out if a["name"] == name]
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +153,59 @@ def test_annotate_puts_each_failure_on_its_span_once(pulled: Path, phoenix: Phoe
         a = by_key[(c["span_id"], claim_identifier(c["trace_id"], c["case_id"], c["gold_claim_id"], c["claim_text"]))]
         assert a["annotator_kind"] == "CODE"
         assert a["result"]["label"] == c["bucket"]
+        assert a["result"]["score"] is None  # Phoenix's chip reads the label, not "μ 0.00"
         assert a["result"]["explanation"] == c["reason"]
         assert a["metadata"]["run_id"] == analysis["run_id"]
+    # one summary per trace on its request span: the trace's verdict
+    assert f"{len(analysis['cases'])} trace summary annotation(s) named 'citeline.trace' written" in out.stdout
+    roots = _request_spans(pulled)
+    summaries = {a["span_id"]: a for a in _annotations(phoenix.url, sorted(roots.values()), "citeline.trace")}
+    assert len(summaries) == len(analysis["cases"])
+    for case in analysis["cases"]:
+        a = summaries[roots[case["trace_id"]]]
+        assert (a["result"]["label"], a["result"]["score"]) == (case["verdict"], None)
+        mine = [c["bucket"] for c in analysis["claims"] if c["trace_id"] == case["trace_id"]]
+        assert a["result"]["explanation"] == "claims: " + ", ".join(sorted(f"{b} {mine.count(b)}" for b in set(mine)))
     # again: the same annotations are updated, none added
     cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
     assert len(_annotations(phoenix.url, spans)) == len(found)
+
+
+def _request_spans(store_dir: Path) -> dict[str, str]:
+    con = duckdb.connect(str(store_dir / "citeline.duckdb"), read_only=True)
+    try:
+        return dict(con.execute("SELECT trace_id, span_id FROM spans WHERE stage = 'request'").fetchall())
+    finally:
+        con.close()
+
+
+def test_the_documented_filter_lists_exactly_the_failing_spans_of_each_bucket(
+    pulled: Path, phoenix: PhoenixServer
+) -> None:
+    """docs/phoenix.md: annotations['citeline'].label == '<bucket>' in Phoenix's span filter."""
+    from phoenix.client import Client
+    from phoenix.client.types.spans import SpanQuery
+
+    analysis = json.loads(cli("analyze", "--gold", GOLD, "--format", "json", cwd=pulled).stdout)
+    cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
+    client = Client(base_url=phoenix.url)
+
+    def spans(condition: str) -> set[str]:
+        query = SpanQuery().where(condition).select("span_id")
+        frame = client.spans.get_spans_dataframe(query=query, project_identifier=PROJECT, limit=1000, timeout=30)
+        return set(frame.index) if "context.span_id" not in frame.columns else set(frame["context.span_id"])
+
+    buckets = sorted({c["bucket"] for c in analysis["claims"]} - {"ok"})
+    assert len(buckets) == 10
+    for bucket in buckets:
+        want = {c["span_id"] for c in analysis["claims"] if c["bucket"] == bucket}
+        assert spans(f"annotations['citeline'].label == '{bucket}'") == want, bucket
+    failing = {c["span_id"] for c in analysis["claims"] if c["bucket"] != "ok"}
+    assert spans("annotations['citeline'].label is not None") == failing
+    roots = _request_spans(pulled)
+    grounded = {roots[c["trace_id"]] for c in analysis["cases"] if c["verdict"] == "grounding"}
+    assert grounded
+    assert spans("annotations['citeline.trace'].label == 'grounding'") == grounded
 
 
 def test_a_failing_span_link_opens_on_its_annotation_in_chromium(
@@ -171,6 +219,9 @@ def test_a_failing_span_link_opens_on_its_annotation_in_chromium(
     dom = chromium(tmp_path / "profile", "--dump-dom", target["span_url"], wait_ms=20000).stdout
     assert target["span_id"] in dom  # the page shows the very span that broke
     assert 'class="annotation-summary-badge__name">citeline<' in dom
+    badge = dom[dom.index('annotation-summary-badge__name">citeline<') :][:2000]
+    assert "retrieval_miss" in badge, badge  # the chip reads the bucket ...
+    assert "0.00" not in badge  # ... not a mean score
     shot = screenshot(
         tmp_path / "profile", target["span_url"], "phoenix-failing-span.png", size="1400,900", wait_ms=20000
     )
