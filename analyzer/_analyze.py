@@ -310,6 +310,11 @@ def analyze(
             )
         phase("storing the run")
         con.execute(_HUMAN_LABELLED, {"run_id": run_id})
+        con.execute(
+            "INSERT INTO run_support SELECT $run_id, case_id, "
+            "list_sort(list_distinct(flatten(list(flatten(bundles))))) FROM t_gold_claims GROUP BY case_id",
+            {"run_id": run_id},
+        )
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
         con.execute(

@@ -237,7 +237,7 @@ def _annotate(args: argparse.Namespace) -> int:
     con = connect(args.db)
     try:
         run_id, _ = resolve_run(con, args.run)
-        report = annotate(con, args.phoenix.rstrip("/"), run_id)
+        report = annotate(con, args.phoenix.rstrip("/"), run_id, documents_as_llm=args.documents_as_llm)
     except (PhoenixError, ReportError) as exc:
         print(f"citeline: {exc}", file=sys.stderr)
         return 1
@@ -245,6 +245,10 @@ def _annotate(args: argparse.Namespace) -> int:
         con.close()
     print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
     print(f"run {run_id}: {report.trace_annotations} trace summary annotation(s) named 'citeline.trace' written")
+    print(
+        f"run {run_id}: {report.document_annotations} retrieved document(s) marked support or not "
+        "('citeline.gold_relevance')"
+    )
     if report.missing_spans:
         print(
             f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "
@@ -417,6 +421,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     an2.add_argument("--phoenix", required=True, help="Phoenix base URL (API key from PHOENIX_API_KEY)")
     an2.add_argument("--run", default="latest", help="run id, or 'latest' (default)")
+    an2.add_argument(
+        "--documents-as-llm",
+        action="store_true",
+        help="write each retrieved document's gold relevance with annotator kind LLM: Phoenix computes its "
+        "retrieval metrics (NDCG, precision, hit) only from LLM document annotations (default CODE)",
+    )
     an2.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
     an2.set_defaults(func=_annotate)
 

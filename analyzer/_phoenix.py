@@ -61,6 +61,10 @@ class _Rest:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 
+    def annotate_documents(self, items: Sequence[dict[str, Any]]) -> None:
+        resp = self.http.post("/v1/document_annotations", params={"sync": "true"}, json={"data": list(items)})
+        resp.raise_for_status()
+
     def spans(self, project: str, start: dt.datetime | None, page_size: int) -> list[dict[str, Any]]:
         """Every span starting at or after ``start``, page after page until Phoenix has no more."""
         out: list[dict[str, Any]] = []
@@ -261,6 +265,7 @@ class AnnotateReport:
     batches: int = 0
     missing_spans: list[str] = field(default_factory=list)
     trace_annotations: int = 0
+    document_annotations: int = 0
 
 
 def claim_identifier(trace_id: str, case_id: str | None, gold_claim_id: str | None, claim_text: str | None) -> str:
@@ -331,12 +336,51 @@ def trace_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[d
     ]
 
 
+DOCUMENT_NAME = "citeline.gold_relevance"
+
+
+def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: str = "CODE") -> list[dict[str, Any]]:
+    """Each document of each retrieval span of a joined trace: score 1 when it is a gold support chunk
+    of the trace's case, else 0 (by chunk id, in the order the span recorded them).
+
+    ``kind`` is the annotator kind: CODE (what it is). Phoenix 20.x computes its retrieval metrics (NDCG,
+    precision, hit) only from document annotations of kind LLM; ``annotate(..., documents_as_llm=True)``
+    writes LLM so they appear, at the price of a kind that is not true."""
+    rows = con.execute(
+        """
+        SELECT s.span_id, s.chunk_id, coalesce(r.chunk_ids, []) AS support
+        FROM case_results AS c
+        JOIN spans AS s ON s.trace_id = c.trace_id AND s.stage = 'retrieval'
+        LEFT JOIN run_support AS r ON r.run_id = c.run_id AND r.case_id = c.case_id
+        WHERE c.run_id = $r AND len(s.chunk_id) > 0
+        ORDER BY s.span_id
+        """,
+        {"r": run_id},
+    ).fetchall()
+    out = []
+    for span_id, chunk_ids, support in rows:
+        wanted = set(support)
+        for position, chunk_id in enumerate(chunk_ids):
+            hit = chunk_id in wanted
+            out.append(
+                {
+                    "span_id": span_id,
+                    "document_position": position,
+                    "name": DOCUMENT_NAME,
+                    "annotator_kind": kind,
+                    "result": {"label": "support" if hit else "not support", "score": 1.0 if hit else 0.0},
+                    "metadata": {"run_id": run_id, "chunk_id": chunk_id},
+                }
+            )
+    return out
+
+
 def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[dict[str, Any]]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
 
-def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str) -> AnnotateReport:
+def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as_llm: bool = False) -> AnnotateReport:
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
     report = AnnotateReport(run_id)
     rows = annotation_rows(con, run_id) + trace_annotation_rows(con, run_id)
@@ -354,17 +398,31 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str) -> AnnotateR
             report.annotations += sum(1 for item in taken if item["name"] == NAME)
             report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
             report.batches += 1
+        documents = document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE")
+        for batch in _batches(documents, BATCH):
+            if _post(rest, url, batch, documents=True):
+                report.document_annotations += len(batch)
+                continue
+            for span_id in sorted({item["span_id"] for item in batch}):  # name the span Phoenix does not know
+                mine = [item for item in batch if item["span_id"] == span_id]
+                if _post(rest, url, mine, documents=True):
+                    report.document_annotations += len(mine)
+                elif span_id not in report.missing_spans:
+                    report.missing_spans.append(span_id)
     finally:
         rest.close()
     return report
 
 
-def _post(rest: _Rest, url: str, items: Sequence[dict[str, Any]]) -> bool:
+def _post(rest: _Rest, url: str, items: Sequence[dict[str, Any]], documents: bool = False) -> bool:
     """True when Phoenix took the annotations; False when it does not know a span (404)."""
     import httpx
 
     try:
-        rest.annotate(items)
+        if documents:
+            rest.annotate_documents(items)
+        else:
+            rest.annotate(items)
     except httpx.HTTPStatusError as exc:
         if exc.response.status_code == 404:
             return False

@@ -172,6 +172,14 @@ CREATE TABLE IF NOT EXISTS case_results (
     abstained BOOLEAN
 );
 
+-- the gold support chunks of each case, as a run read them: annotate marks each retrieved
+-- document as support or not (Phoenix's retrieval metrics)
+CREATE TABLE IF NOT EXISTS run_support (
+    run_id VARCHAR,
+    case_id VARCHAR,
+    chunk_ids VARCHAR[]
+);
+
 -- the claims people labelled in a run (analyze --labels), with the text of what each cites: what
 -- `citeline calibrate --against-gold` measures a judge on
 CREATE TABLE IF NOT EXISTS human_labelled (

@@ -171,6 +171,80 @@ def test_annotate_puts_each_failure_on_its_span_once(pulled: Path, phoenix: Phoe
     assert len(_annotations(phoenix.url, spans)) == len(found)
 
 
+_DOCUMENTS = """
+query ($filter: String!) {
+  projects(first: 50) { edges { node { name
+    spans(first: 1000, filterCondition: $filter) { edges { node {
+      spanId
+      documentEvaluations { name label score documentPosition }
+      documentRetrievalMetrics(evaluationName: "citeline.gold_relevance") { hit }
+    } } }
+  } } }
+}
+"""
+
+
+def test_each_retrieved_document_is_marked_support_or_not(pulled: Path, phoenix: PhoenixServer) -> None:
+    """Phoenix's own retrieval metrics light up from the gold set: one document annotation per retrieved chunk."""
+    analysis = json.loads(cli("analyze", "--gold", GOLD, "--format", "json", cwd=pulled).stdout)
+    out = cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
+    con = duckdb.connect(str(pulled / "citeline.duckdb"), read_only=True)
+    try:
+        expected = {
+            span_id: [("support" if c in support else "not support") for c in chunks]
+            for span_id, chunks, support in con.execute(
+                "SELECT s.span_id, s.chunk_id, coalesce(r.chunk_ids, []) FROM case_results c "
+                "JOIN spans s ON s.trace_id = c.trace_id AND s.stage = 'retrieval' "
+                "LEFT JOIN run_support r ON r.run_id = c.run_id AND r.case_id = c.case_id "
+                "WHERE c.run_id = ? AND len(s.chunk_id) > 0",
+                [analysis["run_id"]],
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    total = sum(len(v) for v in expected.values())
+    assert total > 0
+    assert f"{total} retrieved document(s) marked support or not" in out.stdout
+    body = json.dumps({"query": _DOCUMENTS, "variables": {"filter": "span_kind == 'RETRIEVER'"}}).encode()
+    req = urllib.request.Request(f"{phoenix.url}/graphql", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        data = json.loads(resp.read())
+    assert "errors" not in data, data
+    project = next(e["node"] for e in data["data"]["projects"]["edges"] if e["node"]["name"] == PROJECT)
+    seen = {e["node"]["spanId"]: e["node"] for e in project["spans"]["edges"]}
+    for span_id, labels in expected.items():
+        evals = sorted(
+            (d["documentPosition"], d["label"], d["score"])
+            for d in seen[span_id]["documentEvaluations"]
+            if d["name"] == "citeline.gold_relevance"
+        )
+        assert [(p, lb) for p, lb, _ in evals] == list(enumerate(labels)), span_id
+        # Phoenix computes retrieval metrics from LLM document annotations only: none from CODE ones
+        assert seen[span_id]["documentRetrievalMetrics"] == []
+    # with --documents-as-llm, Phoenix's own hit rate lights up from the gold set
+    cli("annotate", "--phoenix", phoenix.url, "--documents-as-llm", cwd=pulled)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        metrics = json.loads(resp.read())
+    project = next(e["node"] for e in metrics["data"]["projects"]["edges"] if e["node"]["name"] == PROJECT)
+    seen = {e["node"]["spanId"]: e["node"] for e in project["spans"]["edges"]}
+    for span_id, labels in expected.items():
+        assert [m["hit"] for m in seen[span_id]["documentRetrievalMetrics"]] == [1.0 if "support" in labels else 0.0], (
+            span_id
+        )
+    # again: updated, not added
+    cli("annotate", "--phoenix", phoenix.url, cwd=pulled)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        again = json.loads(resp.read())
+    project = next(e["node"] for e in again["data"]["projects"]["edges"] if e["node"]["name"] == PROJECT)
+    n = sum(
+        1
+        for e in project["spans"]["edges"]
+        for d in e["node"]["documentEvaluations"]
+        if d["name"] == "citeline.gold_relevance"
+    )
+    assert n == total
+
+
 def _request_spans(store_dir: Path) -> dict[str, str]:
     con = duckdb.connect(str(store_dir / "citeline.duckdb"), read_only=True)
     try:
