@@ -344,46 +344,89 @@ def _bar_chart(rows: list[tuple[str, float, str]], *, chart_id: str, title: str,
     return "".join(parts)
 
 
+def _nice_top(v: int) -> int:
+    """The y axis' top: the smallest of 1, 2, 5 x 10^k at or above ``v``."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * step >= v:
+                return m * step
+        step *= 10
+
+
 def _trend_chart(r: Report) -> str:
+    """Failing claims per bucket per day: a legend that wraps inside the chart, a y axis with counts,
+    lines for several days and grouped bars when the runs span one day."""
     days = sorted({t["day"] for t in r.trend})
-    width, height, left, bottom = 640, 240, 40, 30
     series: dict[str, dict[str, int]] = {}
     for t in r.trend:
         if t["bucket"] != "ok":
             series.setdefault(t["bucket"], {})[t["day"]] = int(t["claims"])
-    top = max((v for s in series.values() for v in s.values()), default=0) or 1
+    drawn = [b for b in BUCKETS if b in series]
+    width, left, right, bottom = 640, 48, 16, 30
+    # the legend: one swatch per bucket drawn, wrapping to a new row before the right edge
+    legend: list[tuple[float, float, str]] = []
+    lx, ly = float(left), 28.0
+    for bucket in drawn:
+        item_w = 14 + 7 * len(bucket) + 12
+        if lx + item_w > width - right and lx > left:
+            lx, ly = float(left), ly + 16
+        legend.append((lx, ly, bucket))
+        lx += item_w
+    plot_top = ly + 22
+    height = int(plot_top + 170 + bottom)
+    top = _nice_top(max((v for s in series.values() for v in s.values()), default=0) or 1)
     parts = [
         f'<svg id="chart-trend" class="chart" role="img" aria-label="failing claims per bucket per day" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
         '<text x="0" y="16" class="chart-title">failing claims per bucket, per day</text>',
     ]
-
-    def x(i: int) -> float:
-        return left + (width - left - 20) * (i / max(1, len(days) - 1) if len(days) > 1 else 0.5)
-
-    def y(v: int) -> float:
-        return height - bottom - (height - bottom - 50) * v / top
-
-    for i, d in enumerate(days):
-        parts.append(f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">{html.escape(d)}</text>')
-    legend_x = left
-    for bucket in BUCKETS:  # the legend: one swatch per bucket drawn
-        if bucket in series:
-            parts.append(
-                f'<rect x="{legend_x}" y="24" width="10" height="10" fill="{COLORS[bucket]}"/>'
-                f'<text x="{legend_x + 14}" y="33">{bucket}</text>'
-            )
-            legend_x += 14 + 7 * len(bucket) + 14
-    for bucket in BUCKETS:
-        if bucket not in series:
-            continue
-        pts = [(x(i), y(series[bucket].get(d, 0))) for i, d in enumerate(days)]
-        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+    for x0, y0, bucket in legend:
         parts.append(
-            f'<polyline class="trend-line" data-bucket="{bucket}" points="{path}" fill="none" '
-            f'stroke="{COLORS[bucket]}" stroke-width="2"/>'
+            f'<g class="legend-item" data-bucket="{bucket}"><rect x="{x0:.0f}" y="{y0 - 9:.0f}" width="10" '
+            f'height="10" fill="{COLORS[bucket]}"/><text x="{x0 + 14:.0f}" y="{y0:.0f}">{bucket}</text></g>'
         )
-        parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{COLORS[bucket]}"/>' for px, py in pts]
+
+    def y(v: float) -> float:
+        return height - bottom - (height - bottom - plot_top) * v / top
+
+    for tick in range(0, top + 1, top // 5 if top >= 10 else 1):  # the y axis: whole counts, light grid lines
+        label = str(tick)
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#ddd"/>'
+            f'<text class="y-tick" x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{label}</text>'
+        )
+    parts.append(f'<line x1="{left}" x2="{left}" y1="{plot_top:.1f}" y2="{y(0):.1f}" stroke="#888"/>')
+    plot_w = width - left - right
+    if len(days) == 1:  # one day: a line would be a dot; grouped bars instead
+        day = days[0]
+        slot = plot_w / max(1, len(drawn))
+        bar_w = min(36.0, slot * 0.7)
+        for i, bucket in enumerate(drawn):
+            v = series[bucket].get(day, 0)
+            bx = left + i * slot + (slot - bar_w) / 2
+            parts.append(
+                f'<rect class="trend-bar" data-bucket="{bucket}" data-value="{v}" x="{bx:.1f}" y="{y(v):.1f}" '
+                f'width="{bar_w:.1f}" height="{y(0) - y(v):.1f}" fill="{COLORS[bucket]}"/>'
+            )
+        parts.append(
+            f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{html.escape(day)}</text>'
+        )
+    else:
+
+        def x(i: int) -> float:
+            return left + 10 + (plot_w - 20) * i / max(1, len(days) - 1)
+
+        for i, d in enumerate(days):
+            parts.append(f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">{html.escape(d)}</text>')
+        for bucket in drawn:
+            pts = [(x(i), y(series[bucket].get(d, 0))) for i, d in enumerate(days)]
+            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
+            parts.append(
+                f'<polyline class="trend-line" data-bucket="{bucket}" points="{path}" fill="none" '
+                f'stroke="{COLORS[bucket]}" stroke-width="2"/>'
+            )
+            parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{COLORS[bucket]}"/>' for px, py in pts]
     parts.append("</svg>")
     return "".join(parts)
 

@@ -90,7 +90,9 @@ def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Pat
     assert dom.count('class="bar"') == 11 + 5  # eleven buckets, five funnel steps
     for chart in ("chart-buckets", "chart-funnel", "chart-trend"):
         assert f'id="{chart}"' in dom
-    assert dom.count('class="trend-line"') > 0
+    # both runs are on one day: grouped bars, one per failing bucket, and every legend entry inside the chart
+    assert dom.count('class="trend-bar"') == 10
+    assert dom.count('class="legend-item"') == 10
     assert dom.count('class="failing-claim"') == len(failing) == 20
     first = failing[0]
     assert f'href="http://127.0.0.1:6006/redirects/spans/{first["span_id"]}"' in dom
@@ -130,3 +132,35 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
         os.close(master)
         assert (b"ingesting" in seen) is expect
         assert json.loads(proc.stdout)["summary"]
+
+
+def _trend(rows: list[tuple[str, str, int]]) -> str:
+    from types import SimpleNamespace
+
+    from citeline.analyzer._report import _trend_chart
+
+    return _trend_chart(SimpleNamespace(trend=[{"day": d, "bucket": b, "claims": n} for d, b, n in rows]))  # type: ignore[arg-type]
+
+
+def test_the_trend_legend_wraps_inside_the_chart_and_the_y_axis_counts() -> None:
+    from citeline.analyzer._store import BUCKETS
+
+    failing = [b for b in BUCKETS if b != "ok"]
+    svg = _trend([(day, b, 3 + i) for i, b in enumerate(failing) for day in ("2026-11-29", "2026-11-30")])
+    width = int(re.search(r'width="(\d+)"', svg).group(1))  # type: ignore[union-attr]
+    items = re.findall(r'<g class="legend-item" data-bucket="(\w+)"><rect x="(\d+)" y="(\d+)".*?<text x="(\d+)"', svg)
+    assert [i[0] for i in items] == failing  # all ten named, in repair order
+    for bucket, _, _, text_x in items:
+        assert int(text_x) + 7 * len(bucket) <= width, bucket  # none clipped at the right edge
+    assert len({row for _, _, row, _ in items}) >= 2  # it wrapped
+    ticks = re.findall(r'<text class="y-tick"[^>]*>([\d.]+)</text>', svg)
+    assert ticks == ["0", "4", "8", "12", "16", "20"]  # the highest day has 12: the axis goes to 20
+    assert svg.count('class="trend-line"') == 10 and 'class="trend-bar"' not in svg
+
+
+def test_a_one_day_trend_is_drawn_as_bars() -> None:
+    svg = _trend([("2026-11-30", "grounding", 2), ("2026-11-30", "uncited", 5), ("2026-11-30", "ok", 9)])
+    bars = re.findall(r'<rect class="trend-bar" data-bucket="(\w+)" data-value="(\d+)"', svg)
+    assert bars == [("grounding", "2"), ("uncited", "5")]
+    assert "trend-line" not in svg
+    assert re.findall(r'<text class="y-tick"[^>]*>([\d.]+)</text>', svg) == ["0", "1", "2", "3", "4", "5"]
