@@ -315,6 +315,13 @@ def analyze(
             "list_sort(list_distinct(flatten(list(flatten(bundles))))) FROM t_gold_claims GROUP BY case_id",
             {"run_id": run_id},
         )
+        con.execute(
+            "INSERT INTO run_chunks SELECT $run_id, chunk_id, text FROM t_gold_chunks WHERE text <> '' AND chunk_id IN "
+            "(SELECT unnest(chunk_ids) FROM run_support WHERE run_id = $run_id AND case_id IN "
+            "(SELECT case_id FROM claim_results WHERE run_id = $run_id AND bucket <> 'ok') "
+            "UNION SELECT unnest(cited_chunks) FROM claim_results WHERE run_id = $run_id AND bucket <> 'ok')",
+            {"run_id": run_id},
+        )
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
         con.execute(

@@ -58,6 +58,8 @@ class Report:
     coverage: dict[str, Any] = field(default_factory=dict)
     phoenix_url: str | None = None
     gates: list[str] = field(default_factory=list)
+    details: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)  # failing claim -> drill-down
+    chunk_texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def coverage_line(self) -> str:
@@ -149,7 +151,30 @@ def build_report(
         worst_cases=_rows(con, "report_worst_cases", {**p, "limit": worst}),
         failing=_rows(con, "report_failing_claims", p),
         phoenix_url=phoenix_url,
+        details=_details(con, p),
+        chunk_texts=_chunk_texts(con, run_id),
     )
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["trace_id"], row["case_id"], row["gold_claim_id"], row["claim_text"])
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
+def _details(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    if "run_support" not in _tables(con):  # a store made before the drill-down: the table alone
+        return {}
+    return {_key(r): r for r in _rows(con, "drilldown", p)}
+
+
+def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
+    if "run_chunks" not in _tables(con):
+        return {}
+    rows = con.execute("SELECT chunk_id, text FROM run_chunks WHERE run_id = $r", {"r": run_id}).fetchall()
+    return {str(k): str(v) for k, v in rows}
 
 
 # --- gates --------------------------------------------------------------------------------
@@ -460,13 +485,16 @@ def render_html(r: Report) -> str:
         or "<tr><td colspan='6'>No change in failing claims (or no previous run).</td></tr>"
     )
     rows = []
-    for f in r.failing:
+    sections = []
+    for n, f in enumerate(r.failing):
         link = r.span_link(f["span_id"])
         span = f"<a href='{e(link)}'>{e(f['span_id'])}</a>" if link else e(f["span_id"] or "")
         trace = r.trace_link(f["trace_id"])
         trace_cell = f"<a href='{e(trace)}'>trace</a>" if trace else e(f["trace_id"][:12])
+        sections.append(_detail_section(r, n, f, span, trace_cell))
         rows.append(
-            f"<tr class='failing-claim' data-bucket='{e(f['bucket'])}'><td>{e(f['case_id'] or '')}</td>"
+            f"<tr class='failing-claim' data-bucket='{e(f['bucket'])}'>"
+            f"<td><a class='drill' href='#claim-{n}'>{e(f['case_id'] or '(no case)')}</a></td>"
             f"<td>{e(f['gold_claim_id'] or f['claim_text'] or '')}</td>"
             f"<td><span class='tag' style='background:{COLORS[f['bucket']]}'>{e(f['bucket'])}</span></td>"
             f"<td>{e(f['stage'] or '')}</td><td>{e(f['reason'] or '')}</td><td>{span}</td><td>{trace_cell}</td></tr>"
@@ -484,6 +512,15 @@ text-align: left; vertical-align: top; }} .num {{ text-align: right; }}
 .tag {{ color: white; padding: 1px 6px; border-radius: 4px; font-size: 12px; }}
 .grid {{ display: flex; flex-wrap: wrap; gap: 24px; }} .regressed td:first-child {{ color: #b91c1c; }}
 .fixed td:first-child {{ color: #15803d; }} .gate {{ color: #b91c1c; font-weight: 600; }}
+.claim-detail {{ border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 16px; margin: 16px 0; }}
+.claim-detail:target {{ position: fixed; inset: 0; margin: 0; overflow: auto; background: white; z-index: 10;
+border: 0; border-top: 4px solid #1d4ed8; border-radius: 0; padding: 16px 32px; }}
+mark.marker {{ background: #fde68a; padding: 0 2px; border-radius: 3px; }}
+.chain {{ display: flex; gap: 6px; list-style: none; padding: 0; }} .chain li {{ padding: 3px 10px;
+border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass {{ background: #dcfce7; }}
+.chain .fail {{ background: #fee2e2; font-weight: 600; }} .chain .na {{ color: #6b7280; }}
+.chunks {{ display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }} .chunk {{ margin: 6px 0; }}
+.chunk code {{ font-size: 12px; }} .chunk p {{ margin: 2px 0 0; color: #374151; }}
 </style></head><body>
 <h1>citeline run <code>{e(r.run_id)}</code></h1>
 <p>{r.total_claims} claims; run started {e(r.started_at)} UTC; page written {generated}.</p>
@@ -499,8 +536,62 @@ text-align: left; vertical-align: top; }} .num {{ text-align: right; }}
 <h2>Failing claims ({len(r.failing)})</h2>
 <table id="failing"><tr><th>case</th><th>claim</th><th>bucket</th><th>stage</th><th>reason</th><th>span</th>
 <th>trace</th></tr>{"".join(rows)}</table>
+<h2>Each failing claim</h2>
+{"".join(sections)}
 </body></html>
 """
+
+
+_MARKER = re.compile(r"\[\[[^\]]+\]\]|\[\d+(?:\s*,\s*\d+)*\]")
+_STEPS = ("retrieved", "in_context", "cited", "resolved", "rendered")
+_STEP_OF_STAGE = {"retrieval": 0, "context": 1, "generation": 2, "resolution": 3, "render": 4}
+
+
+def _highlight(answer: str) -> str:
+    """The answer, escaped, with its citation markers ([1], [[chunk-id]]) marked."""
+    out, at = [], 0
+    for m in _MARKER.finditer(answer):
+        out += [html.escape(answer[at : m.start()]), f"<mark class='marker'>{html.escape(m.group(0))}</mark>"]
+        at = m.end()
+    out.append(html.escape(answer[at:]))
+    return "".join(out)
+
+
+def _chunk_list(r: Report, ids: list[str]) -> str:
+    e = html.escape
+    if not ids:
+        return "<p class='none'>none</p>"
+    return "".join(
+        f"<div class='chunk'><code>{e(c)}</code><p>{e(r.chunk_texts.get(c, '(no text recorded)'))}</p></div>"
+        for c in ids
+    )
+
+
+def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str) -> str:
+    """One failing claim, explained: question, answer, the chain step by step, support against citations."""
+    e = html.escape
+    d = r.details.get(_key(f), {})
+    if d.get("evidence_needed"):
+        states = [("pass" if d.get(f"evidence_{s}") else "fail") for s in _STEPS]
+    else:
+        states = ["na"] * len(_STEPS)
+    if f["bucket"] == "not_evaluable" and f["stage"] in _STEP_OF_STAGE:  # from the unreadable stage on: unknown
+        at = _STEP_OF_STAGE[f["stage"]]
+        states = states[:at] + ["na"] * (len(_STEPS) - at)
+    chain = "".join(f"<li class='{st}'>{s.replace('_', ' ')}</li>" for s, st in zip(_STEPS, states, strict=True))
+    claim = f["gold_claim_id"] or f["claim_text"] or ""
+    return f"""<section class="claim-detail" id="claim-{n}" data-bucket="{e(f["bucket"])}">
+<h3><span class='tag' style='background:{COLORS[f["bucket"]]}'>{e(f["bucket"])}</span> {e(f["case_id"] or "")} / {e(claim)}</h3>
+<p><b>Question</b> {e(d.get("question") or "(not recorded)")}</p>
+<p><b>Answer</b> {_highlight(d.get("answer") or "(not recorded)")}</p>
+<p><b>Claim</b> {e(f["claim_text"] or "(left out of the answer)")}</p>
+<ol class="chain" aria-label="gold evidence along the chain">{chain}</ol>
+<p><b>Where it broke</b> {e(f["stage"] or "")}: {e(f["reason"] or "")}</p>
+<p><b>Judge</b> {e(d.get("support_label") or "not asked")}</p>
+<div class="chunks"><div><h4>gold support</h4>{_chunk_list(r, list(d.get("support_chunks") or []))}</div>
+<div><h4>cited</h4>{_chunk_list(r, list(d.get("cited_chunks") or []))}</div></div>
+<p>span {span} · {trace} · <a href="#failing">back to the table</a></p>
+</section>"""
 
 
 def render_json(r: Report) -> str:

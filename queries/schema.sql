@@ -180,6 +180,13 @@ CREATE TABLE IF NOT EXISTS run_support (
     chunk_ids VARCHAR[]
 );
 
+-- the gold text of the chunks a run's failing claims cite or need: the report's drill-down shows it
+CREATE TABLE IF NOT EXISTS run_chunks (
+    run_id VARCHAR,
+    chunk_id VARCHAR,
+    text VARCHAR
+);
+
 -- the claims people labelled in a run (analyze --labels), with the text of what each cites: what
 -- `citeline calibrate --against-gold` measures a judge on
 CREATE TABLE IF NOT EXISTS human_labelled (

@@ -102,6 +102,65 @@ def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Pat
     shutil.copy(page, ARTIFACTS / "report.html")
 
 
+def test_every_failing_claim_drills_down_to_its_own_section(two_nights: Path, tmp_path: Path) -> None:
+    from html.parser import HTMLParser
+
+    page = two_nights / "drill.html"
+    cli("report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights)
+    failing = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)["failing_claims"]
+
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ids: set[str] = set()
+            self.row_links: list[list[str]] = []
+            self.in_row = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            if a.get("id"):
+                self.ids.add(str(a["id"]))
+            if tag == "tr":
+                self.in_row = a.get("class") == "failing-claim"
+                if self.in_row:
+                    self.row_links.append([])
+            if tag == "a" and self.in_row and str(a.get("href", "")).startswith("#"):
+                self.row_links[-1].append(str(a["href"])[1:])
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "tr":
+                self.in_row = False
+
+    parsed = Links()
+    parsed.feed(page.read_text())
+    assert len(parsed.row_links) == len(failing) == 20
+    for links in parsed.row_links:  # every row links to a section that is in the file
+        assert len(links) == 1 and links[0] in parsed.ids, links
+    dom = chromium(tmp_path / "p", "--dump-dom", page.as_uri()).stdout
+    assert dom.count('class="claim-detail"') == 20
+    # an attribution claim: question, answer with its marker, the chain (retrieved and in context, not the
+    # right citation), the gold support and the chunk it cites instead, each with its gold text
+    n = next(i for i, f in enumerate(failing) if f["bucket"] == "attribution")
+    section = dom[dom.index(f'id="claim-{n}"') :].split("</section>")[0]
+    assert "<b>Question</b> (not recorded)" not in section and '<mark class="marker">' in section
+    steps = re.findall(r'<li class="(\w+)">([a-z ]+)</li>', section)
+    assert steps[:3] == [("pass", "retrieved"), ("pass", "in context"), ("fail", "cited")]
+    support, cited = section.split("<h4>cited</h4>")
+    assert "<code>" in support and "<code>" in cited and "(no text recorded)" not in section
+    # a stage that could not be read: it and what follows are unknown, never shown as passed
+    for k, f in enumerate(failing):
+        if f["bucket"] == "not_evaluable" and f["stage"] == "context":
+            part = dom[dom.index(f'id="claim-{k}"') :].split("</section>")[0]
+            steps = re.findall(r'<li class="(\w+)">([a-z ]+)</li>', part)
+            assert [s for s, _ in steps[1:]] == ["na"] * 4, steps
+    for bucket in sorted({f["bucket"] for f in failing}):  # one look per bucket
+        k = next(i for i, f in enumerate(failing) if f["bucket"] == bucket)
+        shot = screenshot(
+            tmp_path / "p", f"{page.as_uri()}#claim-{k}", f"drilldown-{bucket}.png", size="1280,900", wait_ms=3000
+        )
+        assert shot.stat().st_size > 20_000
+
+
 def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path, tmp_path: Path) -> None:
     from citeline.examples.demo import gold_path
 
