@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from ._claims import markers
-from ._gold import GoldError
 from .judges import LABELS, Judge, JudgeItem, ident, judge_all
 from .judges._rules import sentences
 from .judges._text import values
@@ -312,7 +311,3 @@ def calibrate(path: str | Path, judge: Judge, corpus: dict[str, str] | None = No
     result = agreement(judge, found, str(path))
     result.left_out, result.problems = left_out, problems
     return result
-
-
-def problems_as_errors(path: str, problems: Sequence[str]) -> list[GoldError]:
-    return [GoldError(path, p.split(": ", 1)[0], "-", p.split(": ", 1)[-1]) for p in problems]
