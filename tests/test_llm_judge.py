@@ -32,7 +32,8 @@ def test_verdicts_come_from_the_endpoint_with_the_prompt_version_in_the_cache_ke
     assert (ok.label, ok.rationale, ok.error) == ("entailed", "scripted entailed", False)
     assert (wrong.label, wrong.error) == ("contradicted", False)
     assert judge.settings == {"model": "table-model", "prompt": "1", "temperature": 0.0}
-    body = srv.seen[0]
+    # the two requests run concurrently: find this claim's, whatever order they arrived in
+    body = next(b for b in srv.seen if b["messages"][1]["content"].startswith("Claim: Returns take 30 days."))
     assert body["model"] == "table-model"
     assert body["messages"][1]["content"].splitlines()[:3] == [
         "Claim: Returns take 30 days.",
@@ -76,8 +77,8 @@ def test_server_errors_are_retried_with_backoff_and_then_named() -> None:
 
 
 def test_a_timeout_is_not_applicable_and_the_rest_of_the_batch_is_judged() -> None:
-    with chat_server({"slow": {"sleep": 2}}, default={"label": "entailed"}) as srv:
-        judge = _judge(srv.url, timeout="0.3", retries="0")
+    with chat_server({"slow": {"sleep": 4}}, default={"label": "entailed"}) as srv:
+        judge = _judge(srv.url, timeout="1.5", retries="0")  # generous: a loaded CI machine answers late
         answers = judge_all(judge, [JudgeItem("slow one", EVIDENCE), JudgeItem("fast one", EVIDENCE)])
     assert [a.label for a in answers] == ["not_applicable", "entailed"]
     assert answers[0].rationale == f"no answer after 1 tries: timed out ({srv.url}/chat/completions)"
@@ -149,9 +150,9 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
     picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed")]
     _, outcomes = run_and_analyze(tmp_path, picked)
     traces = tmp_path / "traces"
-    table = {"60 days": {"sleep": 2}}  # the model never answers in time for the wrong claim
+    table = {"60 days": {"sleep": 4}}  # the model never answers in time for the wrong claim
     with chat_server(table, default={"label": "entailed"}) as srv:
-        judge = _judge(srv.url, timeout="0.3", retries="1")
+        judge = _judge(srv.url, timeout="1.5", retries="1")
         result = analyze(tmp_path / "llm.duckdb", gold=gold_path(), traces=[traces], judge=judge)
     rows = {r["claim_text"]: r for r in result.claims.to_dicts() if r["gold_claim_id"] == "window"}
     slow = next(r for t, r in rows.items() if "60 days" in t)
