@@ -137,3 +137,20 @@ def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsy
     analyze(empty, gold=gold_path(), traces=[tmp_path / "traces"])
     assert main(["calibrate", "--against-gold", "--db", str(empty)]) == 1
     assert "no run has human labels; run analyze with --labels FILE first" in capsys.readouterr().err
+
+
+def test_a_large_batch_on_every_core_answers_as_one_process_does() -> None:
+    """judge_many spreads 4,000+ items over processes (grouped by evidence): same answers, same order."""
+    from citeline.analyzer.judges import JudgeItem
+    from citeline.analyzer.judges._rules import PARALLEL_MIN
+
+    rows = [json.loads(line) for line in (DATA / "wice" / "claim_test.jsonl").read_text().splitlines()]
+    items = [
+        JudgeItem(r["claim"] if i % 3 else r["evidence"][i % len(r["evidence"])], r["evidence"][j : j + 3])
+        for i, r in enumerate(rows)
+        for j in range(0, min(len(r["evidence"]), 36), 3)
+    ]
+    assert len(items) >= PARALLEL_MIN
+    parallel = RulesJudge(workers=2).judge_many(items)
+    assert parallel == RulesJudge(workers=1).judge_many(items)
+    assert {j.label for j in parallel} >= {"entailed", "insufficient"}
