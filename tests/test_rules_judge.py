@@ -23,8 +23,8 @@ RULES = [
      "insufficient"),
     ("window", "The museum is closed on Mondays.",
      "Opening hours vary by season. The museum is closed on Mondays and public holidays.", "entailed"),
-    ("name", "Scott Weiland was the frontman of the band.",
-     "Joey Cape is the frontman of the band Lagwagon.", "insufficient"),
+    ("name", "Scott Weiland was the lead singer and frontman of the band.",
+     "Joey Cape was the lead singer and frontman of the band.", "insufficient"),  # round 1: entailed
     ("name", "Venus Williams won the final.", "Serena Williams won the final in straight sets.", "insufficient"),
     ("name", "The UN adopted the resolution in 1960.",
      "In 1960 the United Nations adopted the resolution on decolonisation.", "entailed"),
