@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from citeline.analyzer.judges import JudgeItem, Judgment
-from citeline.analyzer.judges._text import (
-    _MAY,
-    _MUST,
-    _NEG,
-    _comparable,
-    _same_value,
-    _shared_ratio,
-    _show,
-    fold,
-    values,
-)
+from citeline.analyzer.judges._rules import _facts
+from citeline.analyzer.judges._text import _comparable, _content_words, _same_value, _show, _stem, fold, values
+
+# round 1 compared negation and may/must anywhere in the whole evidence: kept here as it was
+_NEG = re.compile(r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b")
+_MAY = re.compile(r"\b(may|can|could|optional|optionally|allowed)\b")
+_MUST = re.compile(r"\b(must|required|requires|require|shall|mandatory|have to|has to|need to|needs to)\b")
+
+
+def _shared_ratio(claim: str, evidence: str) -> float:
+    words = {_stem(w) for w in _content_words(claim)}
+    if not words:
+        return 1.0
+    ev = {_stem(w) for w in _content_words(evidence)}
+    return len(words & ev) / len(words)
 
 
 class RulesJudgeV1:
@@ -39,16 +44,9 @@ class RulesJudgeV1:
             if q and fold(q) not in ev_fold:
                 return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
         claim_values, ev_values = values(claim), values(ev)
-        for fact in facts or []:
-            fvals = values(fact)
-            if fvals:
-                if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
-                    wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
-                    if wrong:
-                        return Judgment("contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}")
-                    return Judgment("insufficient", f"does not state the gold fact {fact!r}")
-            elif fold(fact) not in claim_fold:
-                return Judgment("insufficient", f"does not state the gold fact {fact!r}")
+        verdict = _facts(claim, facts or [])  # the gold-fact check is the same in v1 and v2
+        if verdict is not None:
+            return verdict
         for v in claim_values:
             if any(_same_value(v, e) for e in ev_values):
                 continue

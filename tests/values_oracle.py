@@ -6,14 +6,12 @@ import re
 
 from citeline.analyzer.judges._text import (
     _BARE,
-    _CODE_CUE,
+    _CURRENCY_CODES,
     _CURRENCY_SYMBOLS,
     _DAY_MONTH,
-    _DIGIT,
     _ISO_DATE,
     _MONEY_POST,
     _MONEY_PRE,
-    _MONTH_CUE,
     _MONTH_DAY,
     _MONTHS,
     _PERCENT,
@@ -25,6 +23,10 @@ from citeline.analyzer.judges._text import (
     _num,
     fold,
 )
+
+_DIGIT = re.compile(r"\d")
+_CODE_CUE = re.compile(r"\d\s?(?:" + "|".join(_CURRENCY_CODES) + r")\b")
+_MONTH_CUE = re.compile(r"\b(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b")
 
 
 def values_by_pattern(text: str, folded: bool = False) -> list[Value]:

@@ -82,13 +82,10 @@ _DAY_MONTH = re.compile(
     + r")\b(?:,?\s+(\d{4})(?!-))?"
 )
 _UNIT_WORDS = "|".join(sorted(_UNITS, key=len, reverse=True))
-_QTY = re.compile(r"(?:" + _NUM + r"|\b(" + "|".join(_WORD_NUMBERS) + r"))(?:-|\s)?(" + _UNIT_WORDS + r")\b")
-_QTY_DIGITS = re.compile(_NUM + r"()(?:-|\s)?(" + _UNIT_WORDS + r")\b")  # same groups as _QTY
+# a quantity opens with digits or a word number; both keep the same four groups
+_QTY_DIGITS = re.compile(_NUM + r"()(?:-|\s)?(" + _UNIT_WORDS + r")\b")
 _QTY_WORDS = re.compile(r"()()\b(" + "|".join(_WORD_NUMBERS) + r")(?:-|\s)?(" + _UNIT_WORDS + r")\b")
 _BARE = re.compile(r"(?<![\w.])" + _NUM + r"(?![\w%])")
-_NEG = re.compile(r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b")
-_MAY = re.compile(r"\b(may|can|could|optional|optionally|allowed)\b")
-_MUST = re.compile(r"\b(must|required|requires|require|shall|mandatory|have to|has to|need to|needs to)\b")
 _WORD = re.compile(r"[a-z][a-z\-']{2,}")
 _STOP = frozenset(
     "the and for are was were with that this from have has had its their they them there which what when "
@@ -103,11 +100,6 @@ def _num(whole: str, frac: str | None) -> float:
 
 
 Value = tuple[str, str, float]  # (kind, unit, amount)
-
-
-_DIGIT = re.compile(r"\d")
-_CODE_CUE = re.compile(r"\d\s?(?:" + "|".join(_CURRENCY_CODES) + r")\b")
-_MONTH_CUE = re.compile(r"\b(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b")
 
 
 _ALTERNATIVES = (  # in priority order: where two readings overlap, the earlier kind wins
@@ -203,14 +195,6 @@ def _stem(w: str) -> str:
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             return w[: -len(suffix)]
     return w
-
-
-def _shared_ratio(claim: str, evidence: str) -> float:
-    words = {_stem(w) for w in _content_words(claim)}
-    if not words:
-        return 1.0
-    ev = {_stem(w) for w in _content_words(evidence)}
-    return len(words & ev) / len(words)
 
 
 def _show(v: Value) -> str:
