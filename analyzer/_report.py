@@ -139,6 +139,7 @@ def build_report(
     """Run every report query for one run."""
     run_id, started = resolve_run(con, run)
     p = {"run_id": run_id}
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     return Report(
         run_id=run_id,
         started_at=started,
@@ -151,8 +152,8 @@ def build_report(
         worst_cases=_rows(con, "report_worst_cases", {**p, "limit": worst}),
         failing=_rows(con, "report_failing_claims", p),
         phoenix_url=phoenix_url,
-        details=_details(con, p),
-        chunk_texts=_chunk_texts(con, run_id),
+        details=_details(con, p, tables),
+        chunk_texts=_chunk_texts(con, run_id, tables),
     )
 
 
@@ -160,18 +161,16 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row["trace_id"], row["case_id"], row["gold_claim_id"], row["claim_text"])
 
 
-def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-
-
-def _details(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    if "run_support" not in _tables(con):  # a store made before the drill-down: the table alone
+def _details(
+    con: duckdb.DuckDBPyConnection, p: dict[str, Any], tables: set[str]
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    if "run_support" not in tables:  # a store made before the drill-down: the table alone
         return {}
     return {_key(r): r for r in _rows(con, "drilldown", p)}
 
 
-def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, str]:
-    if "run_chunks" not in _tables(con):
+def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str, tables: set[str]) -> dict[str, str]:
+    if "run_chunks" not in tables:
         return {}
     rows = con.execute("SELECT chunk_id, text FROM run_chunks WHERE run_id = $r", {"r": run_id}).fetchall()
     return {str(k): str(v) for k, v in rows}
