@@ -9,6 +9,7 @@ a hundred splits, not a million.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from . import _openinference as openinference
 from . import judges
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
@@ -272,6 +274,7 @@ def analyze(
         cached_judge = CachedJudge(con, support_judge)
         _question_table(con, scope)
         joined_by_content, unjoined = 0, set[str]()
+        oi_stats = openinference.Stats()
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
             of = f" ({part + 1}/{parts})" if parts > 1 else ""
             phase("joining traces to cases" + of)
@@ -286,6 +289,7 @@ def analyze(
                 {"r": run_id},
             )
             con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
+            openinference.resolve(con, oi_stats)
             joined_by_content += _identity_by_content(con, unjoined)
             _content_drift(con)
             phase("splitting answers into claims" + of)
@@ -300,7 +304,7 @@ def analyze(
             judge_tables(con, gold_set, cached_judge)
             phase("classifying" + of)
             con.execute(
-                "INSERT INTO claim_results " + _sql_text("classify"),
+                "INSERT INTO claim_results BY NAME " + _sql_text("classify"),
                 {
                     "run_id": run_id,
                     "bucket_order": list(BUCKETS),
@@ -345,7 +349,8 @@ def analyze(
                     f"{', '.join(sorted(unjoined)[:5])}",
                 )
             )
-        _store_problems(con, run_id, report.problems, errors)
+        report.problems.extend(openinference.problems(oi_stats))
+        _store_problems(con, run_id, report.problems, errors + gold_set.warnings)  # drafts: noted, not skipped
         counts = dict.fromkeys(BUCKETS, 0)
         for bucket, n in con.execute(
             "SELECT bucket, count(*) FROM claim_results WHERE run_id = $r GROUP BY bucket", {"r": run_id}
@@ -370,6 +375,7 @@ def analyze(
             ],
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
+        result.warnings = [str(w) for w in gold_set.warnings]
         result.judge = {
             "name": judges.ident(support_judge),
             "asked": cached_judge.asked,
@@ -444,14 +450,37 @@ def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> No
         f"AND {_IN_SCOPE}",
         scope,
     ).fetchall()
+    asked = {n for (n,) in con.execute("SELECT DISTINCT question_norm FROM t_gold_cases").fetchall()}
     register_frame(
         con,
         "t_question_norm",
         pl.DataFrame(
-            {"question": [q for (q,) in questions], "question_norm": [normalise_question(q) for (q,) in questions]},
+            {"question": [q for (q,) in questions], "question_norm": [_question_norm(q, asked) for (q,) in questions]},
             schema={"question": pl.Utf8, "question_norm": pl.Utf8},
         ),
     )
+
+
+def _question_norm(question: str, asked: set[str]) -> str:
+    """The normalised question; a root span's JSON input (Haystack's pipeline data) -> the gold question in it."""
+    norm = normalise_question(question)
+    if norm in asked or not question.lstrip().startswith(("{", "[")):
+        return norm
+    try:
+        data = json.loads(question)
+    except ValueError:
+        return norm
+    stack, hits = [data], set()
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if (n := normalise_question(v)) in asked:
+                hits.add(n)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return hits.pop() if len(hits) == 1 else norm
 
 
 def _slices(con: duckdb.DuckDBPyConnection, parts: int, scope: dict[str, Any]) -> list[tuple[int, int]]:

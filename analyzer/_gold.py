@@ -20,6 +20,8 @@ import yaml
 
 EXPECT = ("answer", "abstain", "conflict")
 STATUS = ("active", "archived", "deleted")
+#: a case's status: drafts (citeline gold draft) are used, and warned about until a person confirms them
+CASE_STATUS = ("confirmed", "draft")
 _LINE = "__line__"
 
 
@@ -78,6 +80,7 @@ class GoldCase:
     principal_groups: list[str] = field(default_factory=list)
     expect: str = "answer"
     claims: list[GoldClaim] = field(default_factory=list)
+    status: str = "confirmed"
 
 
 @dataclass
@@ -85,6 +88,8 @@ class GoldSet:
     corpus: dict[str, CorpusChunk] = field(default_factory=dict)
     cases: dict[str, GoldCase] = field(default_factory=dict)
     errors: list[GoldError] = field(default_factory=list)
+    warnings: list[GoldError] = field(default_factory=list)
+    """Usable but unconfirmed (draft cases): said by validate and kept in each run's problems."""
     source: str = ""
     unreadable: str | None = None
     """Why the set as a whole could not be read (then it holds nothing); None when it could."""
@@ -176,9 +181,13 @@ class _Reader:
     def __init__(self, file: str) -> None:
         self.file = file
         self.errors: list[GoldError] = []
+        self.warnings: list[GoldError] = []
 
     def error(self, where: str, fld: str, message: str) -> None:
         self.errors.append(GoldError(self.file, where, fld, message))
+
+    def warn(self, where: str, fld: str, message: str) -> None:
+        self.warnings.append(GoldError(self.file, where, fld, message))
 
     def text(self, rec: dict[str, Any], where: str, key: str, *, required: bool = False) -> str | None:
         value = rec.get(key)
@@ -263,9 +272,13 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
     question = r.text(rec, where, "question", required=True)
     ok_date, as_of = r.date(rec, where, "as_of")
     expect = str(rec.get("expect") or "answer")
+    status = str(rec.get("status") or "confirmed")
     ok = case_id is not None and question is not None and ok_date
     if expect not in EXPECT:
         r.error(where, "expect", f"{expect!r} is not one of {', '.join(EXPECT)}")
+        ok = False
+    if status not in CASE_STATUS:
+        r.error(where, "status", f"{status!r} is not one of {', '.join(CASE_STATUS)}")
         ok = False
     principal = rec.get("principal")
     pid, groups = "", []
@@ -305,7 +318,13 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
         ok = False
     if not ok or case_id is None or question is None:
         return None
-    return GoldCase(case_id, question, as_of, pid, groups, expect, claims)
+    if status == "draft":
+        r.warn(
+            where,
+            "status",
+            f"case {case_id!r} is a draft: check its claims and support chunks, then delete 'status: draft'",
+        )
+    return GoldCase(case_id, question, as_of, pid, groups, expect, claims, status)
 
 
 def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldClaim | None:
@@ -376,6 +395,7 @@ def load_gold(path: str | Path) -> GoldSet:
         case_recs = list(_jsonl(cases_file, rk)) if cases_file.exists() else []
         _fill_cases(gold, rk, case_recs)
         gold.errors.extend(rc.errors + rk.errors)
+        gold.warnings.extend(rc.warnings + rk.warnings)
         return gold
     r = _Reader(str(path))
     try:
@@ -405,6 +425,7 @@ def load_gold(path: str | Path) -> GoldSet:
     _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]", corpus, i)) for i, rec in enumerate(corpus)])
     _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]", cases, i)) for i, rec in enumerate(cases)])
     gold.errors.extend(r.errors)
+    gold.warnings.extend(r.warnings)
     return gold
 
 

@@ -166,6 +166,11 @@ def _details(
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
     if "run_support" not in tables:  # a store made before the drill-down: the table alone
         return {}
+    if not con.execute(  # a store no analyze of this version opened yet (the report opens it read-only)
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'claim_results' "
+        "AND column_name = 'generation_span'"
+    ).fetchall()[0][0]:
+        return {}
     return {_key(r): r for r in _rows(con, "drilldown", p)}
 
 
@@ -586,11 +591,16 @@ def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str)
 <p><b>Claim</b> {e(f["claim_text"] or "(left out of the answer)")}</p>
 <ol class="chain" aria-label="gold evidence along the chain">{chain}</ol>
 <p><b>Where it broke</b> {e(f["stage"] or "")}: {e(f["reason"] or "")}</p>
-<p><b>Judge</b> {e(d.get("support_label") or "not asked")}</p>
+<p><b>Judge</b> {e(d.get("support_label") or "not asked")}{_rationale(d)}</p>
 <div class="chunks"><div><h4>gold support</h4>{_chunk_list(r, list(d.get("support_chunks") or []))}</div>
 <div><h4>cited</h4>{_chunk_list(r, list(d.get("cited_chunks") or []))}</div></div>
 <p>span {span} · {trace} · <a href="#failing">back to the table</a></p>
 </section>"""
+
+
+def _rationale(d: dict[str, Any]) -> str:
+    why = d.get("support_rationale")
+    return f" <span class='why'>— {html.escape(why)}</span>" if why else ""
 
 
 def render_json(r: Report) -> str:

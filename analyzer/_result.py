@@ -30,6 +30,7 @@ class AnalysisResult:
     traces_read: int = 0
     phoenix_url: str | None = None
     judge: dict[str, Any] = field(default_factory=dict)  # name, asked, cached, failed, and a model judge's usage
+    warnings: list[str] = field(default_factory=list)  # usable but unconfirmed gold (draft cases)
     db: str | None = None
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
@@ -118,6 +119,7 @@ class AnalysisResult:
             "judge": self.judge,
             "skipped": self.skipped,
             "problems": self.problems(),
+            "warnings": self.warnings,
             "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
             "claims": [
                 self._link(c)

@@ -117,18 +117,22 @@ def chunks_in_prompt(prompt: str, candidates: Columns) -> Columns:
     text = _norm(prompt)
     hits: list[tuple[int, int, int]] = []  # (position, end, candidate index)
     seen: set[str] = set()
+    # chunks with the same text (a document in two versions) take its occurrences in turn
+    after: dict[str, int] = {}
     for i, chunk_text in enumerate(candidates.text):
         key = _norm(chunk_text)
         if not key or candidates.chunk_id[i] in seen:
             continue
-        pos = text.find(key)
+        start = after.get(key, 0)
+        pos = text.find(key, start)
         end = pos + len(key)
         if pos < 0 and len(key) > PREFIX_CHARS:
-            pos = text.find(key[:PREFIX_CHARS])
+            pos = text.find(key[:PREFIX_CHARS], start)
             end = pos + PREFIX_CHARS
         if pos >= 0:
             hits.append((pos, end, i))
             seen.add(candidates.chunk_id[i])
+            after[key] = pos + 1
     hits.sort()
     labels: list[str | None] = []
     prev_end = 0

@@ -173,7 +173,8 @@ flagged AS (
                 OR (j.gold_claim_id IS NULL AND len(j.cited) > 0))
                AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)
                     OR j.support_label = 'not_applicable') AS no_judgment,
-           len(j.invalid) > 0 AS f_invalid,
+           -- (a label map read off an unobservable context says nothing about the markers)
+           len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS f_invalid,
            s.what IS NOT NULL OR f_drift AS f_fresh,
            j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
            j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AS f_drop,
@@ -208,7 +209,10 @@ flagged AS (
 --    earlier already broke the chain
 evaluable AS (
     SELECT f.*,
-           coalesce(f.unreadable_stage IN ('retrieval', 'context', 'generation'), false)
+           -- (an unreadable context or generation leaves what the retrieval showed standing)
+           coalesce(f.unreadable_stage = 'retrieval'
+                    OR (f.unreadable_stage = 'context' AND NOT f_miss)
+                    OR (f.unreadable_stage = 'generation' AND NOT (f_miss OR f_drop)), false)
            -- a missing judgment matters only when no earlier link, judged without it, already broke
            OR coalesce(f.no_judgment AND NOT (f_invalid OR f_fresh OR f_miss OR f_drop), false)
            OR coalesce(f.unreadable_stage IN ('resolution', 'render')
@@ -276,6 +280,8 @@ SELECT
                   || coalesce(rationale, 'no reason given')
              WHEN no_judgment THEN 'judge ' || $judge || ' answered ''' || support_label || ''', not one of '
                   || array_to_string($labels, ', ')
+             WHEN starts_with(coalesce(unreadable_error, ''), 'not observed: ')  -- zero-code traces
+                  THEN 'the ' || unreadable_stage || ' stage is ' || unreadable_error
              ELSE 'the ' || unreadable_stage || ' span could not be read ('
                   || coalesce(unreadable_error, 'adapter error')
                   || '); fix its adapter (to_chunks=) so the chain can be judged' END
@@ -294,7 +300,11 @@ SELECT
         WHEN 'attribution' THEN 'right claim, but cites ' || array_to_string(list_sort(cited), ', ')
              || ', which is no support bundle'
         WHEN 'resolution' THEN coalesce(res_what, ren_what)
-        ELSE 'supported, cited and resolved as the gold set says'
+        ELSE CASE
+             WHEN resolution_span IS NULL AND render_span IS NULL AND claim_idx IS NOT NULL AND len(cited) > 0
+                 THEN 'supported and cited as the gold set says; resolution and render were not traced '
+                      || '(add @resolution and @render to check the links the user got)'
+             ELSE 'supported, cited and resolved as the gold set says' END
     END AS reason,
     support_label,
     list_sort(cited) AS cited_chunks,
@@ -313,5 +323,7 @@ SELECT
     CASE WHEN gold_claim_id IS NULL THEN CASE WHEN support_label = 'entailed' THEN len(cited) ELSE 0 END
          ELSE len(list_filter(cited, lambda c: list_contains(flatten(bundles), c))) END AS n_aligned,
     expect,
-    abstains AS abstained
+    abstains AS abstained,
+    rationale AS support_rationale,
+    generation_span
 FROM bucketed

@@ -7,9 +7,11 @@
 --   span (TRY); each span keeps its line's hash and length, so _ingest.py can tell
 --   whether every line of a file gave spans without reading the file again.
 --   Spans from OpenInference auto-instrumentation alone (no citeline.* keys) get the
---   stage their span kind implies: RETRIEVER -> retrieval (ids from
---   retrieval.documents.N.document.id), RERANKER -> context, LLM -> generation
---   (answer = output.value), a root span -> request (question = input.value).
+--   stage their span kind implies: RETRIEVER -> retrieval (retrieval.documents.N: id,
+--   content, metadata), RERANKER -> context (reranker.output_documents.N), LLM ->
+--   generation (answer = first output message, else output.value; the prompt it was given
+--   kept in oi_prompt), a root span -> request (question = input.value). Which of those
+--   spans count and what they mean is decided at analysis (analyzer/_openinference.py).
 --   store_spans.sql then stores each span once (however often its line was read) and
 --   records which traces each file holds (file_traces).
 -- Grain: one row per span per line read (a line read twice gives its spans twice).
@@ -88,8 +90,33 @@ picked AS (
         otlp_string(otlp_value(k, v, 'citeline.adapter_error')) AS adapter_error,
         CASE WHEN k_stage IS NULL THEN otlp_string(otlp_value(k, v, 'input.value')) END AS input_value,
         CASE WHEN k_stage IS NULL THEN otlp_string(otlp_value(k, v, 'output.value')) END AS output_value,
-        CASE WHEN k_stage IS NULL THEN list_transform(list_sort(list_transform(list_filter(s.attributes, lambda x: x.key LIKE 'retrieval.documents.%.document.id'), lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 'id': otlp_string(x.value)})), lambda x: x.id) END AS oi_retrieved,
-        CASE WHEN k_stage IS NULL THEN list_transform(list_sort(list_transform(list_filter(s.attributes, lambda x: x.key LIKE 'reranker.output_documents.%.document.id'), lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 'id': otlp_string(x.value)})), lambda x: x.id) END AS oi_reranked,
+        -- OpenInference documents, one entry per N in key order: id ('' when the instrumentor
+        -- wrote none, as LangChain's does), content and metadata (JSON text) as parallel lists
+        CASE WHEN oi_kind IN ('RETRIEVER', 'RERANKER') THEN
+            CASE oi_kind WHEN 'RETRIEVER' THEN 'retrieval.documents.' ELSE 'reranker.output_documents.' END
+        END AS oi_doc_key,
+        CASE WHEN oi_doc_key IS NOT NULL THEN
+            list_sort(list_distinct(list_transform(list_filter(k, lambda x: starts_with(x, oi_doc_key)),
+                                                   lambda x: TRY_CAST(split_part(x, '.', 3) AS INTEGER))))
+        END AS oi_doc_n,
+        list_transform(oi_doc_n, lambda n: coalesce(otlp_string(otlp_value(k, v, oi_doc_key || n || '.document.id')), '')) AS oi_doc_id,
+        list_transform(oi_doc_n, lambda n: coalesce(otlp_string(otlp_value(k, v, oi_doc_key || n || '.document.content')), '')) AS oi_doc_text,
+        list_transform(oi_doc_n, lambda n: coalesce(otlp_string(otlp_value(k, v, oi_doc_key || n || '.document.metadata')), '')) AS oi_doc_meta,
+        -- an OpenInference LLM span: what the model was given (its input messages in order, else
+        -- its prompts, else input.value) and what it answered (its first output message, else output.value)
+        CASE WHEN oi_kind = 'LLM' THEN coalesce(
+            nullif(array_to_string(list_transform(list_sort(list_transform(
+                list_filter(s.attributes, lambda x: x.key LIKE 'llm.input_messages.%.message.content'),
+                lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 't': otlp_string(x.value)})),
+                lambda x: x.t), chr(10) || chr(10)), ''),
+            nullif(array_to_string(otlp_strings(otlp_value(k, v, 'llm.prompts')), chr(10) || chr(10)), ''),
+            otlp_string(otlp_value(k, v, 'input.value')))
+        END AS oi_prompt,
+        CASE WHEN oi_kind = 'LLM' THEN list_transform(list_sort(list_transform(
+                list_filter(s.attributes, lambda x: x.key LIKE 'llm.output_messages.%.message.content'),
+                lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 't': otlp_string(x.value)})),
+                lambda x: x.t)[1]
+        END AS oi_output,
         filename AS source_file,
         line_hash,
         line_bytes
@@ -112,11 +139,12 @@ SELECT
     stage_final AS stage,
     CASE WHEN stage IS NULL AND stage_final = 'request' THEN input_value ELSE question END AS question,
     case_id, principal_groups, as_of,
-    CASE WHEN stage IS NULL AND stage_final = 'retrieval' THEN oi_retrieved
-         WHEN stage IS NULL AND stage_final = 'context' THEN oi_reranked
-         ELSE chunk_id END AS chunk_id,
+    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_id ELSE chunk_id END AS chunk_id,
     chunk_hash, chunk_version, derived_ids,
-    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN output_value ELSE answer END AS answer,
+    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_text END AS oi_doc_text,
+    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_meta END AS oi_doc_meta,
+    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN oi_prompt END AS oi_prompt,
+    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN coalesce(oi_output, output_value) ELSE answer END AS answer,
     CASE WHEN stage IS NULL AND stage_final = 'generation' THEN 'prose' ELSE answer_format END AS answer_format,
     abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,
     map_label, map_chunk_id, map_version,

@@ -58,6 +58,16 @@ picks AS (       -- which span of each stage counts, by id only: scalar aggregat
             FILTER (WHERE stage = 'resolution' AND res_marker IS NOT NULL) AS resolution_span,
         arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
             FILTER (WHERE stage = 'render' AND ren_label IS NOT NULL) AS render_span,
+        -- the stages only OpenInference spans show: analyzer/_openinference.py reads them
+        -- (documents by content, the context from the LLM's prompt, the answer's labels)
+        list_filter([
+            CASE WHEN count_if(stage = 'retrieval' AND schema_version IS NULL) > 0
+                  AND count_if(stage = 'retrieval' AND schema_version IS NOT NULL) = 0 THEN 'retrieval' END,
+            CASE WHEN count_if(stage = 'context' AND schema_version IS NULL) > 0
+                  AND count_if(stage = 'context' AND schema_version IS NOT NULL) = 0 THEN 'context' END,
+            CASE WHEN count_if(stage = 'generation' AND schema_version IS NULL) > 0
+                  AND count_if(stage = 'generation' AND schema_version IS NOT NULL) = 0 THEN 'generation' END
+        ], lambda x: x IS NOT NULL) AS oi_stages,
         -- stage spans whose output could not be read at run time (rare: evaluated on those rows only)
         arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
             FILTER (WHERE stage = 'retrieval' AND adapter_error IS NOT NULL) AS retrieval_error,
@@ -150,7 +160,8 @@ SELECT
     coalesce(gen.map_version, []) AS map_version,
     c.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_chunk_id,
     res.res_version, res.res_uri,
-    c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id
+    c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id,
+    c.oi_stages
 FROM cased AS c
 CROSS JOIN LATERAL (SELECT CASE
         WHEN c.retrieval_span IS NULL AND c.retrieval_error IS NOT NULL THEN {'stage': 'retrieval', 'span': c.retrieval_error.span, 'error': c.retrieval_error.error}

@@ -75,6 +75,12 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_hash VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_version VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS derived_ids INTEGER;
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_bytes BIGINT;
+-- OpenInference spans without citeline keys (zero-code adoption, docs/openinference.md):
+-- a retriever's or reranker's documents (content and metadata JSON, parallel to chunk_id)
+-- and the prompt an LLM span was given; NULL on citeline's own spans
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_doc_text VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_doc_meta VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_prompt VARCHAR;
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (
@@ -219,6 +225,10 @@ ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS n_invalid INTEGER;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS n_aligned INTEGER;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
+-- the judge's rationale for the claim's support label, and the span the answer was read from
+-- (the drill-down shows both)
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS support_rationale VARCHAR;
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS generation_span VARCHAR;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
 -- coverage per run: traces read (NULL for older runs); runs.traces counts those joined to a case

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import pty
@@ -11,8 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from citeline.analyzer._store import DEFAULT_DB
 from tests.browser import ARTIFACTS, chromium, screenshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +150,18 @@ def test_every_failing_claim_drills_down_to_its_own_section(two_nights: Path, tm
     assert steps[:3] == [("pass", "retrieved"), ("pass", "in context"), ("fail", "cited")]
     support, cited = section.split("<h4>cited</h4>")
     assert "<code>" in support and "<code>" in cited and "(no text recorded)" not in section
+    # the judge's label and its own rationale, as the run stored them (the attribution claim was entailed)
+    con = duckdb.connect(str(two_nights / DEFAULT_DB), read_only=True)
+    try:
+        [(label, why)] = con.execute(
+            "SELECT support_label, support_rationale FROM claim_results WHERE run_id = ? AND trace_id = ? "
+            "AND bucket = 'attribution'",
+            [json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)["run_id"], failing[n]["trace_id"]],
+        ).fetchall()
+    finally:
+        con.close()
+    assert label == "entailed" and why
+    assert f'<b>Judge</b> entailed <span class="why">— {html.escape(why, quote=False)}</span>' in section
     # a stage that could not be read: it and what follows are unknown, never shown as passed
     for k, f in enumerate(failing):
         if f["bucket"] == "not_evaluable" and f["stage"] == "context":

@@ -18,6 +18,11 @@ import pytest
 from citeline.analyzer._store import BUCKETS, connect, query_path
 
 T0 = dt.datetime(2026, 8, 10, 2, 0)
+_CLAIM_COLUMNS = (
+    "run_id trace_id case_id gold_claim_id claim_text bucket stage span_id flags reason support_label cited_chunks "
+    "trace_started_at evidence_needed evidence_retrieved evidence_in_context evidence_cited evidence_resolved "
+    "evidence_rendered n_citations n_invalid n_aligned expect abstained"
+).split()
 REPORTS = [
     "report_buckets",
     "report_funnel",
@@ -74,7 +79,8 @@ def claim(
     span: str | None = None,
 ) -> None:
     con.execute(
-        f"INSERT INTO claim_results VALUES ({', '.join('?' * 24)})",
+        # the first 24 columns by name: later columns (rationale, generation span) stay NULL
+        f"INSERT INTO claim_results ({', '.join(_CLAIM_COLUMNS)}) VALUES ({', '.join('?' * 24)})",
         [
             run_id,
             trace,
