@@ -95,6 +95,12 @@ def _analyze(args: argparse.Namespace) -> int:
     _print_result(result, args.format)
     for p in result.problems():
         print(f"citeline: skipped: {p}", file=sys.stderr)
+    if result.warnings:  # draft gold cases: used, and said once per run
+        print(
+            f"citeline: warning: {len(result.warnings)} gold case(s) are drafts (status: draft), e.g. "
+            f"{result.warnings[0]}; `citeline validate` lists them",
+            file=sys.stderr,
+        )
     if sum(result.summary.values()) == 0:  # never a green run on nothing
         cov = result.coverage
         reasons: dict[str, int] = {}
@@ -117,7 +123,10 @@ def _validate(args: argparse.Namespace) -> int:
     gold = load_gold(args.gold_file)
     for e in gold.errors:
         print(e)
-    print(f"{len(gold.corpus)} chunks, {len(gold.cases)} cases, {len(gold.errors)} problem(s)")
+    for w in gold.warnings:
+        print(f"warning: {w}")
+    drafts = f", {len(gold.warnings)} warning(s)" if gold.warnings else ""
+    print(f"{len(gold.corpus)} chunks, {len(gold.cases)} cases, {len(gold.errors)} problem(s){drafts}")
     return 1 if gold.errors else 0
 
 
@@ -221,6 +230,47 @@ def _pull(args: argparse.Namespace) -> int:
     for p in report.ingest.problems:
         print(f"citeline: skipped: {p}", file=sys.stderr)
     return 0
+
+
+def _gold(args: argparse.Namespace) -> int:
+    from ._gold_sources import draft_from_traces, dump, import_phoenix_dataset
+    from ._phoenix import PhoenixError
+
+    try:
+        if args.gold_command == "import":
+            drafted = import_phoenix_dataset(
+                args.phoenix,
+                args.phoenix_dataset,
+                question_key=args.question_key,
+                answer_key=args.answer_key,
+                support_key=args.support_key,
+                id_key=args.id_key,
+                corpus=args.corpus,
+            )
+            header = f"gold set imported by citeline from Phoenix dataset {args.phoenix_dataset!r} at {args.phoenix}"
+        else:
+            for t in args.traces:
+                if not Path(t).exists():
+                    print(f"citeline: --traces {t}: no such file or folder", file=sys.stderr)
+                    return 2
+            drafted = draft_from_traces(args.traces, corpus=args.corpus)
+            header = (
+                f"DRAFT gold set by citeline from the traces under {', '.join(args.traces)}.\n"
+                "Every case is status: draft: check its claims and support chunks, then delete that line."
+            )
+    except (PhoenixError, ValueError) as exc:
+        print(f"citeline: {exc}", file=sys.stderr)
+        return 2
+    text = dump(drafted, header)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    for p in drafted.problems:
+        print(f"citeline: {p}", file=sys.stderr)
+    where = args.out or "standard output"
+    print(f"{len(drafted.cases)} case(s), {len(drafted.corpus)} chunk(s) written to {where}", file=sys.stderr)
+    return 0 if drafted.cases else 1
 
 
 def _annotate(args: argparse.Namespace) -> int:
@@ -457,6 +507,43 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("gold_file")
     va.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; validate reads no store")
     va.set_defaults(func=_validate)
+
+    go = add(
+        "gold",
+        "make a gold set from a Phoenix dataset (import) or from real traces (draft)",
+        "citeline gold draft --traces traces/ --out gold.yaml",
+    )
+    go.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; gold writes a YAML file, not the store")
+    gsub = go.add_subparsers(dest="gold_command", required=True, metavar="SUBCOMMAND")
+    gi = gsub.add_parser(
+        "import",
+        help="a Phoenix dataset's examples as gold cases",
+        description="a Phoenix dataset's examples as gold cases: question, expected answer (split into claims), "
+        "and the ids of the documents that support it; each field is looked up in the example's input, "
+        "then output, then metadata",
+        epilog="example: citeline gold import --phoenix http://localhost:6006 --phoenix-dataset policy-qa "
+        "--support-key doc_ids --corpus corpus.yaml --out gold.yaml",
+    )
+    gi.add_argument("--phoenix", required=True, help="Phoenix base URL (API key from PHOENIX_API_KEY)")
+    gi.add_argument("--phoenix-dataset", required=True, metavar="NAME", help="the dataset's name")
+    gi.add_argument("--question-key", default="question", help="field with the question (default question)")
+    gi.add_argument("--answer-key", default="answer", help="field with the expected answer (default answer)")
+    gi.add_argument("--support-key", default="support", help="field with the supporting document ids (default support)")
+    gi.add_argument("--id-key", help="field with the case id (default: the example's id)")
+    gi.add_argument("--corpus", help="a gold file whose corpus the cases cite (ids, text, lifecycle)")
+    gi.add_argument("--out", help="write the gold YAML here instead of standard output")
+    gd = gsub.add_parser(
+        "draft",
+        help="a draft gold set from real traces, for a person to confirm",
+        description="one case per distinct question in the traces, drafted from its newest trace: the "
+        "answer's claims with the chunks each cited as proposed support; every case is marked "
+        "status: draft, which validate and analyze warn about until a person confirms it",
+        epilog="example: citeline gold draft --traces traces/ --out gold.yaml",
+    )
+    gd.add_argument("--traces", action="append", required=True, help="trace file or folder (repeatable)")
+    gd.add_argument("--corpus", help="a gold file whose corpus to start from (documents join it by content)")
+    gd.add_argument("--out", help="write the gold YAML here instead of standard output")
+    go.set_defaults(func=_gold)
 
     ca = add(
         "calibrate",
