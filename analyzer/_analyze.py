@@ -291,6 +291,7 @@ def analyze(
             con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
             openinference.resolve(con, oi_stats)
             joined_by_content += _identity_by_content(con, unjoined)
+            _span_chunks(con, run_id, oi_stats)
             _content_drift(con)
             phase("splitting answers into claims" + of)
             _answer_tables(con, abstain_phrases)
@@ -429,6 +430,26 @@ def _identity_by_content(con: duckdb.DuckDBPyConnection, unjoined: set[str]) -> 
     if joined:
         con.execute(_REMAP)
     return joined
+
+
+_DERIVED_SPAN_CHUNKS = """
+INSERT INTO run_span_chunks
+SELECT $run_id, s.span_id, list_transform(s.chunk_id, lambda x: coalesce(m.ids[x], x))
+FROM spans AS s, (SELECT map_from_entries(list({'key': from_id, 'value': to_id})) AS ids
+                  FROM t_id_map WHERE to_id IS NOT NULL) AS m
+WHERE s.stage = 'retrieval' AND s.derived_ids > 0 AND s.trace_id IN (SELECT trace_id FROM t_traces)
+"""
+
+
+def _span_chunks(con: duckdb.DuckDBPyConnection, run_id: str, oi: openinference.Stats) -> None:
+    """run_span_chunks: retrieval spans whose ids this slice read as other (gold) ids."""
+    if oi.span_chunks:
+        con.executemany(
+            "INSERT INTO run_span_chunks VALUES (?, ?, ?)", [(run_id, span, ids) for span, ids in oi.span_chunks]
+        )
+        oi.span_chunks.clear()
+    if con.execute("SELECT count(*) FROM t_id_map WHERE to_id IS NOT NULL").fetchall()[0][0]:
+        con.execute(_DERIVED_SPAN_CHUNKS, {"run_id": run_id})
 
 
 def _content_drift(con: duckdb.DuckDBPyConnection) -> None:

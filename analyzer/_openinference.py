@@ -81,6 +81,7 @@ class Stats:
     joined: dict[str, int] = field(default_factory=dict)  # how documents joined: by id, uri, hash, ...
     unjoined: set[str] = field(default_factory=set)
     no_prompt: int = 0
+    span_chunks: list[tuple[str, list[str]]] = field(default_factory=list)  # retrieval span -> ids as joined
 
     def add(self, how: str) -> None:
         self.joined[how] = self.joined.get(how, 0) + 1
@@ -272,6 +273,7 @@ def _one_trace(row: dict[str, Any], spans: list[dict[str, Any]], gold: GoldIndex
     first_with_docs = None
     for s in retrievals:
         found = _docs(s["chunk_id"], s["oi_doc_text"], s["oi_doc_meta"], gold, stats)
+        stats.span_chunks.append((s["span_id"], [d.chunk_id for d in found]))
         if found and first_with_docs is None:
             first_with_docs = s["span_id"]
         docs.extend(found)

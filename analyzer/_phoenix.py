@@ -341,17 +341,19 @@ DOCUMENT_NAME = "citeline.gold_relevance"
 
 def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: str = "CODE") -> list[dict[str, Any]]:
     """Each document of each retrieval span of a joined trace: score 1 when it is a gold support chunk
-    of the trace's case, else 0 (by chunk id, in the order the span recorded them).
+    of the trace's case, else 0 (by chunk id, in the order the span recorded them; a document the run
+    joined to a gold chunk by content or a derived id is judged as that chunk: run_span_chunks).
 
     ``kind`` is the annotator kind: CODE (what it is). Phoenix 20.x computes its retrieval metrics (NDCG,
     precision, hit) only from document annotations of kind LLM; ``annotate(..., documents_as_llm=True)``
     writes LLM so they appear, at the price of a kind that is not true."""
     rows = con.execute(
         """
-        SELECT s.span_id, s.chunk_id, coalesce(r.chunk_ids, []) AS support
+        SELECT s.span_id, coalesce(j.chunk_ids, s.chunk_id) AS chunk_id, coalesce(r.chunk_ids, []) AS support
         FROM case_results AS c
         JOIN spans AS s ON s.trace_id = c.trace_id AND s.stage = 'retrieval'
         LEFT JOIN run_support AS r ON r.run_id = c.run_id AND r.case_id = c.case_id
+        LEFT JOIN run_span_chunks AS j ON j.run_id = c.run_id AND j.span_id = s.span_id
         WHERE c.run_id = $r AND len(s.chunk_id) > 0
         ORDER BY s.span_id
         """,

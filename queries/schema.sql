@@ -186,6 +186,15 @@ CREATE TABLE IF NOT EXISTS run_support (
     chunk_ids VARCHAR[]
 );
 
+-- retrieval spans whose chunk ids a run read as other gold ids (OpenInference documents joined
+-- by content, ids the instrumentation derived): the gold id of each document, in span order.
+-- annotate writes each document's gold relevance by these, not by the id the span recorded
+CREATE TABLE IF NOT EXISTS run_span_chunks (
+    run_id VARCHAR,
+    span_id VARCHAR,
+    chunk_ids VARCHAR[]
+);
+
 -- the gold text of the chunks a run's failing claims cite or need: the report's drill-down shows it
 CREATE TABLE IF NOT EXISTS run_chunks (
     run_id VARCHAR,

@@ -21,9 +21,11 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._openinference import NO_PROMPT
+from citeline.analyzer._phoenix import document_annotation_rows
+from citeline.analyzer._store import connect
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
-from tests.oi_apps import APPS, SCENARIOS, Scenario, run_llama_index
+from tests.oi_apps import APPS, SCENARIOS, TEXT, Scenario, run_llama_index
 
 pytestmark = [
     # the instrumentors' own deprecations (warnings are errors in this suite: the LlamaIndex
@@ -142,3 +144,26 @@ def test_a_hidden_prompt_is_not_evaluable_and_names_the_decorator(
             con.close()
         problems = [p.message for p in result.ingest.problems if p.source == "openinference"]
         assert len(problems) == 1 and problems[0].startswith("1 OpenInference-only trace(s) recorded no prompt")
+
+
+@pytest.mark.parametrize("framework", sorted(APPS))
+def test_document_relevance_for_phoenix_reads_documents_as_the_gold_chunks_they_joined(
+    tmp_path: Path, framework: str
+) -> None:
+    # what `citeline annotate` writes on each retrieved document (Phoenix's retrieval metrics):
+    # a LlamaIndex node UUID or an id-less LangChain document that joined the support chunk is support
+    provider = TracerProvider()
+    handle = configure("zero-code-app", trace_dir=tmp_path / "traces", tracer_provider=provider)
+    APPS[framework](SCENARIOS["ok"], provider)
+    handle.shutdown()
+    result = analyze(tmp_path / "store.duckdb", gold=gold_path(), traces=[tmp_path / "traces"])
+    con = connect(tmp_path / "store.duckdb")
+    try:
+        rows = document_annotation_rows(con, result.run_id)
+        names = dict(con.execute("SELECT span_id, name FROM spans").fetchall())
+    finally:
+        con.close()
+    docs = [(names[r["span_id"]], r["metadata"]["chunk_id"], r["result"]["label"]) for r in rows]
+    assert {d for d in docs if d[2] == "support"} == {(SPAN[framework]["retrieval"], "returns-v4#refunds-3", "support")}
+    # every other document is named by the gold chunk it joined, never by the framework's id
+    assert all(cid in TEXT for _name, cid, _label in docs), docs
