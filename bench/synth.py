@@ -107,9 +107,33 @@ FILLER = (
 ) * 4  # with the sentence above, ~760 characters: a typical retrieval chunk
 
 
-def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
+#: words a distinct answer adds to each sentence (two per sentence, drawn per trace): production
+#: answers differ trace by trace, so text work cannot be done once per case
+EXTRA_WORDS = (
+    "usually generally normally typically currently still also only fully clearly simply really overall "
+    "customer eligible unused original receipt store online shipped boxed sealed standard regular listed "
+    "purchased delivered returned ordered"
+).split()
+#: sentence templates a distinct answer picks from: the same fact, worded as a model varies it
+TEMPLATES = (  # word order kept: a reordered sentence is matched and judged as a different claim
+    "Section {p} items may {w1} be returned within {days} days {w2}{marker}.",
+    "Section {p} {w1} items may be returned within {days} days, {w2}{marker}.",
+    "Section {p} {w1} items may {w2} be returned within {days} days{marker}.",
+)
+
+
+def _sentence(p: int, days: int, marker: str, rng: random.Random | None) -> str:
+    if rng is None:
+        return f"Section {p} items may be returned within {days} days{marker}."
+    w1, w2 = rng.choice(EXTRA_WORDS), rng.choice(EXTRA_WORDS)
+    template = TEMPLATES[rng.randrange(len(TEMPLATES))]
+    return template.format(p=p, days=days, marker=marker, w1=w1, w2=w2)
+
+
+def trace_line(i: int, rng: random.Random, *, content: bool = False, distinct: bool = False) -> bytes:
     """One trace; ``content`` adds what ``record_content=True`` (the default) also writes: every
-    chunk's text and the OpenInference documents (id, score, content, metadata) per chunk."""
+    chunk's text and the OpenInference documents (id, score, content, metadata) per chunk.
+    ``distinct`` words each answer differently (extra words, sentence templates), facts unchanged."""
     plan = case_plan(i % CASES)
     d = plan["doc"]
     fault = plan["fault"]
@@ -137,7 +161,7 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
             marker = " [42]"
         if fault == "uncited" and p == 0:
             marker = ""
-        sentences.append(f"Section {p} items may be returned within {days} days{marker}.")
+        sentences.append(_sentence(p, days, marker, rng if distinct else None))
     answer = " ".join(sentences)
     markers = sorted({label_of[chunk_id(d, p)] for p in range(3) if chunk_id(d, p) in label_of}, key=int)
     marker_uris = [chunk_uri(*context[int(m) - 1]) for m in markers]
@@ -280,7 +304,9 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False) -> bytes:
     return orjson.dumps(req) + b"\n"
 
 
-def write_traces(directory: Path, n: int, *, per_file: int = 5_000, seed: int = 7, content: bool = False) -> int:
+def write_traces(
+    directory: Path, n: int, *, per_file: int = 5_000, seed: int = 7, content: bool = False, distinct: bool = False
+) -> int:
     """Write ``n`` traces into ``directory``; returns the bytes written."""
     directory.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -288,7 +314,9 @@ def write_traces(directory: Path, n: int, *, per_file: int = 5_000, seed: int = 
     for start in range(0, n, per_file):
         path = directory / f"synthetic-{start // per_file:05d}.jsonl"
         with open(path, "wb") as f:
-            buf = [trace_line(i, rng, content=content) for i in range(start, min(n, start + per_file))]
+            buf = [
+                trace_line(i, rng, content=content, distinct=distinct) for i in range(start, min(n, start + per_file))
+            ]
             data = b"".join(buf)
             f.write(data)
             total += len(data)
