@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,9 @@ from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._result import AnalysisResult
-from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, connect, register_frame, sql
+from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, columns_table, connect, register_frame, sql
 from .judges import LABELS, Judge
-from .judges._text import fold, lexical_similarity, number_agreement
+from .judges._text import fold, numbers, overlap, shared_numbers, stems
 
 DEFAULT_ABSTAIN_PHRASES = (
     "cannot verify",
@@ -142,14 +144,12 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
     register_frame(con, "t_gold_claims", claims)
 
 
-def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> None:
-    """Split every distinct prose answer once; decide abstention once per answer."""
-    answers = [r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer IS NOT NULL").fetchall()]
-    structured = {
-        r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'").fetchall()
-    }
-    rows: list[dict[str, Any]] = []
-    abstain: list[dict[str, Any]] = []
+def split_answers(answers: Sequence[str], structured: frozenset[str], phrases: Sequence[str]) -> dict[str, list[Any]]:
+    """Each answer's claims (text, labels, factual) and whether it abstains, as columns.
+
+    Pure and picklable: a large run splits its answers on every core (``_answer_tables``)."""
+    cols: dict[str, list[Any]] = {k: [] for k in ("answer", "claim_idx", "text", "labels", "factual")}
+    abstains: list[bool] = []
     folded_phrases = [fold(p) for p in phrases]
     for answer in answers:
         claims = split_claims(answer)
@@ -158,24 +158,36 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
             folded = fold(c.text)
             factual = is_factual(c.text) and not any(p in folded for p in folded_phrases)
             cited_factual = cited_factual or (factual and bool(c.labels))
-            rows.append(
-                {
-                    "answer": answer,
-                    "claim_idx": i,
-                    "text": c.text,
-                    "labels": list(c.labels),
-                    "factual": factual,
-                }
-            )
+            cols["answer"].append(answer)
+            cols["claim_idx"].append(i)
+            cols["text"].append(c.text)
+            cols["labels"].append(list(c.labels))
+            cols["factual"].append(factual)
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
-        abstain.append({"answer": answer, "abstains": answer not in structured and has_phrase and not cited_factual})
+        abstains.append(answer not in structured and has_phrase and not cited_factual)
+    cols["abstains"] = abstains
+    return cols
+
+
+#: below this many distinct answers one process splits them (a worker costs about a second to start)
+PARALLEL_ANSWERS = 20_000
+
+
+def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> None:
+    """Split every distinct prose answer once; decide abstention once per answer."""
+    answers = [r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer IS NOT NULL").fetchall()]
+    structured = frozenset(
+        r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'").fetchall()
+    )
+    cols = _split_everywhere(answers, structured, phrases)
+    abstains = cols.pop("abstains")
     register_frame(
         con,
         "t_answer_claims",
-        pl.DataFrame(
-            rows,
-            schema={
+        columns_table(
+            cols,
+            {
                 "answer": pl.Utf8,
                 "claim_idx": pl.Int64,
                 "text": pl.Utf8,
@@ -184,32 +196,51 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
             },
         ),
     )
-    register_frame(con, "t_abstain", pl.DataFrame(abstain, schema={"answer": pl.Utf8, "abstains": pl.Boolean}))
+    register_frame(
+        con,
+        "t_abstain",
+        pl.DataFrame({"answer": answers, "abstains": abstains}, schema={"answer": pl.Utf8, "abstains": pl.Boolean}),
+    )
+
+
+def _split_everywhere(answers: list[str], structured: frozenset[str], phrases: Sequence[str]) -> dict[str, list[Any]]:
+    """split_answers over every core for a large run; the same columns, in the same order."""
+    workers = os.cpu_count() or 1
+    if len(answers) < PARALLEL_ANSWERS or workers < 2:
+        return split_answers(answers, structured, phrases)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = -(-len(answers) // (workers * 4))
+    parts = [answers[i : i + size] for i in range(0, len(answers), size)]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done = list(pool.map(split_answers, parts, [structured] * len(parts), [tuple(phrases)] * len(parts)))
+    return {k: [x for d in done for x in d[k]] for k in done[0]}
 
 
 def _similarity_table(con: duckdb.DuckDBPyConnection) -> None:
+    # lexical_similarity and number_agreement, with each text's sets made once (a gold claim meets
+    # thousands of generated claims); the caches go with the call
+    words = lru_cache(maxsize=None)(stems)
+    nums = lru_cache(maxsize=None)(numbers)
     pairs = con.execute(
         "SELECT DISTINCT t.case_id, g.text, gc.claim_id, gc.text "
         "FROM t_gen_claims g JOIN t_traces t USING (trace_id) "
         "JOIN t_gold_claims gc ON gc.case_id = t.case_id "
         "WHERE g.factual"
     ).fetchall()
-    rows = [
-        {
-            "case_id": case,
-            "text": text,
-            "claim_id": claim_id,
-            "sim": lexical_similarity(text, gold_text),
-            "num_agree": number_agreement(text, gold_text),
-        }
-        for case, text, claim_id, gold_text in pairs
-    ]
     register_frame(
         con,
         "t_sim",
-        pl.DataFrame(
-            rows,
-            schema={
+        columns_table(
+            {
+                "case_id": [p[0] for p in pairs],
+                "text": [p[1] for p in pairs],
+                "claim_id": [p[2] for p in pairs],
+                "sim": [overlap(words(text), words(gold)) for _c, text, _i, gold in pairs],
+                "num_agree": [shared_numbers(nums(text), nums(gold)) for _c, text, _i, gold in pairs],
+            },
+            {
                 "case_id": pl.Utf8,
                 "text": pl.Utf8,
                 "claim_id": pl.Utf8,

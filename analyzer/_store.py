@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import polars as pl
 
 DEFAULT_DB = "citeline.duckdb"
 SCHEMA_VERSIONS = ["1"]
@@ -118,9 +119,24 @@ def _sync_bucket_order(con: duckdb.DuckDBPyConnection) -> None:
         con.executemany("INSERT INTO bucket_order VALUES (?, ?)", [(b, i + 1) for i, b in enumerate(BUCKETS)])
 
 
+def columns_table(columns: dict[str, list[Any]], schema: dict[str, Any]) -> Any:
+    """An Arrow table from plain column lists typed by a polars ``schema`` (Utf8, Int64, Float64,
+    Boolean, List(Utf8)). Polars builds a frame with list columns one Series per row (about 15 us
+    each: seconds on a large run); Arrow builds it in one pass."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    def arrow_type(t: Any) -> Any:
+        if isinstance(t, pl.List):
+            return pa.list_(arrow_type(t.inner))
+        return {pl.Utf8: pa.string(), pl.Int64: pa.int64(), pl.Float64: pa.float64(), pl.Boolean: pa.bool_()}[t]
+
+    return pa.table({k: pa.array(columns[k], type=arrow_type(t)) for k, t in schema.items()})
+
+
 def register_frame(con: duckdb.DuckDBPyConnection, name: str, df: Any) -> None:
-    """Replace temp table ``name`` with the rows of the polars frame ``df`` (an empty frame keeps its schema)."""
-    con.register("_frame", df.to_arrow())
+    """Replace temp table ``name`` with the rows of ``df``: a polars frame or an Arrow table (an empty one
+    keeps its schema)."""
+    con.register("_frame", df if not hasattr(df, "to_arrow") else df.to_arrow())
     con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT * FROM _frame')
     con.unregister("_frame")
 

@@ -147,3 +147,35 @@ def test_rules_judge_currency_codes_and_symbols() -> None:
     assert j.judge("Hotels above 4,000 TRY per night need manager approval.", ev).label == "contradicted"
     assert j.judge("Hotels above $5,000 per night need manager approval.", ev).label == "insufficient"
     assert j.judge("anything", []).label == "not_applicable"
+
+
+def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large run splits its distinct answers in worker processes: the columns must be exactly one process's."""
+    import random
+
+    from citeline.analyzer import _analyze
+
+    rng = random.Random(3)
+    parts = [
+        "Refunds take {n} business days [{a}].",
+        "I cannot verify that from the policies I have.",
+        "- Opened items: {n} days [{a}][{b}]\n- Sealed items: 60 days.",
+        "Orders over ${n} ship free (e.g. in the U.S.) [^{a}]. Yes.",
+        "| plan | days |\n|---|---|\n| basic | {n} [{b}] |",
+    ]
+    answers = list(
+        dict.fromkeys(
+            " ".join(
+                rng.choice(parts).format(n=rng.randrange(100), a=rng.randrange(1, 9), b=rng.randrange(1, 9))
+                for _ in range(rng.randrange(1, 4))
+            )
+            for _ in range(300)
+        )
+    )
+    structured = frozenset(answers[:5])
+    one = _analyze.split_answers(answers, structured, _analyze.DEFAULT_ABSTAIN_PHRASES)
+    monkeypatch.setattr(_analyze, "PARALLEL_ANSWERS", 10)
+    monkeypatch.setattr(_analyze.os, "cpu_count", lambda: 2)
+    many = _analyze._split_everywhere(answers, structured, _analyze.DEFAULT_ABSTAIN_PHRASES)
+    assert many == one
+    assert len(one["abstains"]) == len(answers) and any(one["abstains"]) and not all(one["abstains"])

@@ -210,17 +210,36 @@ def _show(v: Value) -> str:
     return f"{n} {unit}".strip()
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def numbers(text: str) -> frozenset[str]:
+    """The numbers written in ``text`` (as written)."""
+    return frozenset(_NUMBER.findall(text))
+
+
+def stems(text: str) -> frozenset[str]:
+    """The stemmed content words of ``text``."""
+    return frozenset(_stem(w) for w in _content_words(text))
+
+
+def overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
+    """lexical_similarity of two ``stems`` sets (matching makes each text's set once)."""
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def shared_numbers(na: frozenset[str], nb: frozenset[str]) -> float:
+    """number_agreement of two ``numbers`` sets."""
+    return len(na & nb) / len(nb) if nb else 0.0
+
+
 def number_agreement(a: str, b: str) -> float:
     """Share of the numbers written in ``b`` that ``a`` writes too (a tie-breaker for matching)."""
-    na = set(re.findall(r"\d+(?:\.\d+)?", a))
-    nb = set(re.findall(r"\d+(?:\.\d+)?", b))
-    return len(na & nb) / len(nb) if nb else 0.0
+    return shared_numbers(numbers(a), numbers(b))
 
 
 def lexical_similarity(a: str, b: str) -> float:
     """Word overlap ignoring numbers (so '60 days' still meets the '30 days' claim it gets wrong)."""
-    wa = {_stem(w) for w in _content_words(a)}
-    wb = {_stem(w) for w in _content_words(b)}
-    if not wa or not wb:
-        return 0.0
-    return len(wa & wb) / len(wa | wb)
+    return overlap(stems(a), stems(b))
