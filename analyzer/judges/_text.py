@@ -149,7 +149,13 @@ def values(text: str, folded: bool = False) -> list[Value]:
 
     One scan of the text (a regex pass costs about 30 ns a character; nine passes were most of the judge's
     time on long evidence)."""
-    t = text if folded else fold(text)
+    return list(_values_of_folded(text if folded else fold(text)))
+
+
+# a claim's values are read by the gold-fact check and again as its sentence; a gold fact ("30 days")
+# is read for every claim that must state it: a small cache serves both
+@lru_cache(maxsize=8192)
+def _values_of_folded(t: str) -> tuple[Value, ...]:
     out: list[Value] = []
     pos = 0
     while (m := _ANY_VALUE.search(t, pos)) is not None:
@@ -167,7 +173,7 @@ def values(text: str, folded: bool = False) -> list[Value]:
                 continue
         out.append(_value_of(kind, exact))
         pos = max(exact.end(), m.start() + 1)
-    return out
+    return tuple(out)
 
 
 def _same_value(a: Value, b: Value) -> bool:
