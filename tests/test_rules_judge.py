@@ -154,3 +154,20 @@ def test_a_large_batch_on_every_core_answers_as_one_process_does() -> None:
     parallel = RulesJudge(workers=2).judge_many(items)
     assert parallel == RulesJudge(workers=1).judge_many(items)
     assert {j.label for j in parallel} >= {"entailed", "insufficient"}
+
+
+def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherwise() -> None:
+    # found by the distinct-answer benchmark: "section 2 may be returned" was read as the date 2 May,
+    # and every such claim was judged insufficient ("the evidence does not state 05-02")
+    from citeline.analyzer.judges._text import values
+
+    assert values("Items of section 2 may be returned within 34 days.") == [("num", "", 2.0), ("qty", "day", 34.0)]
+    assert values("Fees after 14 days may not apply.") == [("qty", "day", 14.0)]
+    assert values("Delivered on 2 May 2024.") == [("date", "2024", 502.0)]
+    assert values("Items bought 3 May qualify.") == [("date", "", 503.0)]
+    verdict = RulesJudge().judge(
+        "Items of section 2 may be returned within 34 days.",
+        ["Policy 5 section 2: items may be returned within 34 days."],
+        ["34 days"],
+    )
+    assert verdict.label == "entailed", verdict

@@ -76,9 +76,11 @@ _MONTH_DAY = re.compile(
     + "|".join(sorted(_MONTHS, key=len, reverse=True))
     + r")\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b(?:,?\s+(\d{4})(?!-))?"
 )
+# "2 May" is a date; "section 2 may be returned" is not: "may" followed by what a modal takes is the verb
+_MODAL_MAY = r"may(?!\s+(?:be|not|never|also|only|still|have|need|apply|vary|take|get|require|include)\b)"
 _DAY_MONTH = re.compile(
     r"(?=\d)\b(\d{1,2})(?:st|nd|rd|th)?\s+("
-    + "|".join(sorted(_MONTHS, key=len, reverse=True))
+    + "|".join(_MODAL_MAY if m == "may" else m for m in sorted(_MONTHS, key=len, reverse=True))
     + r")\b(?:,?\s+(\d{4})(?!-))?"
 )
 _UNIT_WORDS = "|".join(sorted(_UNITS, key=len, reverse=True))
