@@ -41,8 +41,12 @@ def label_of(prompt: str, chunk_id: str) -> str:
         pos = flat.find(text[:24])
     assert pos >= 0, f"{chunk_id} is not in the prompt"
     m = _LABEL.search(flat[max(0, pos - 40) : pos].rstrip())
-    assert m, f"no label before {chunk_id}"
-    return m.group(1) or m.group(2)
+    if m:
+        return m.group(1) or m.group(2)
+    # a prompt that numbers nothing (LlamaIndex's default query engine): a model citing [n] means the
+    # n-th source it was shown
+    starts = sorted({p for p in (flat.find(" ".join(t.split())) for t in set(TEXT.values())) if p >= 0})
+    return str(starts.index(pos) + 1)
 
 
 @dataclass(frozen=True)
@@ -173,8 +177,11 @@ def _words(text: str) -> list[str]:
 # ---------------------------------------------------------------- LlamaIndex
 
 
-def run_llama_index(scenario: Scenario, provider: Any, *, citation_chunk_size: int = 512) -> str:
-    """A VectorStoreIndex behind LlamaIndex's CitationQueryEngine; the answer text."""
+def run_llama_index(
+    scenario: Scenario, provider: Any, *, citation_chunk_size: int = 512, engine: str = "citation"
+) -> str:
+    """A VectorStoreIndex behind LlamaIndex's CitationQueryEngine (or, with engine="plain", the index's
+    default query engine, whose prompt numbers nothing); the answer text."""
     from llama_index.core import Document, Settings, VectorStoreIndex
     from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
@@ -221,14 +228,17 @@ def run_llama_index(scenario: Scenario, provider: Any, *, citation_chunk_size: i
         Settings.llm = ScriptedLLM()
         docs = [Document(text=c["text"], metadata={"uri": c["uri"]}) for c in scenario.corpus()]
         index = VectorStoreIndex.from_documents(docs)
-        engine = CitationQueryEngine.from_args(
-            index,
-            similarity_top_k=3,
-            citation_chunk_size=citation_chunk_size,
-            citation_chunk_overlap=0,
-            node_postprocessors=[DropSome()],
-        )
-        return str(engine.query(scenario.question))
+        if engine == "plain":
+            query_engine = index.as_query_engine(similarity_top_k=3, node_postprocessors=[DropSome()])
+        else:
+            query_engine = CitationQueryEngine.from_args(
+                index,
+                similarity_top_k=3,
+                citation_chunk_size=citation_chunk_size,
+                citation_chunk_overlap=0,
+                node_postprocessors=[DropSome()],
+            )
+        return str(query_engine.query(scenario.question))
 
 
 # ---------------------------------------------------------------- LangChain
@@ -314,6 +324,7 @@ def run_haystack(scenario: Scenario, provider: Any) -> str:
 
 APPS: dict[str, Callable[..., str]] = {
     "llama_index": run_llama_index,
+    "llama_index_plain": lambda scenario, provider: run_llama_index(scenario, provider, engine="plain"),
     "langchain": run_langchain,
     "haystack": run_haystack,
 }

@@ -37,6 +37,7 @@ pytestmark = [
 # the span each stage is blamed at, by framework: the instrumentor's span names
 SPAN = {
     "llama_index": {"retrieval": "VectorIndexRetriever.retrieve", "generation": "ScriptedLLM.predict"},
+    "llama_index_plain": {"retrieval": "VectorIndexRetriever.retrieve", "generation": "ScriptedLLM.predict"},
     "langchain": {"retrieval": "KeywordRetriever", "generation": "ScriptedChat"},
     "haystack": {"retrieval": "InMemoryBM25Retriever.run", "generation": "ScriptedGenerator.run"},
 }
