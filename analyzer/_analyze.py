@@ -9,7 +9,6 @@ a hundred splits, not a million.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -516,22 +515,9 @@ def _question_table(con: duckdb.DuckDBPyConnection, scope: dict[str, Any]) -> No
 def _question_norm(question: str, asked: set[str]) -> str:
     """The normalised question; a root span's JSON input (Haystack's pipeline data) -> the gold question in it."""
     norm = normalise_question(question)
-    if norm in asked or not question.lstrip().startswith(("{", "[")):
+    if norm in asked:
         return norm
-    try:
-        data = json.loads(question)
-    except ValueError:
-        return norm
-    stack, hits = [data], set()
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            if (n := normalise_question(v)) in asked:
-                hits.add(n)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
+    hits = {n for leaf in openinference.json_strings(question) or () if (n := normalise_question(leaf)) in asked}
     return hits.pop() if len(hits) == 1 else norm
 
 

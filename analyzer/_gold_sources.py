@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 
 from . import _openinference as openinference
-from ._claims import is_factual, split_claims
 from ._gold import GoldCase, GoldSet, load_gold, normalise_question
 
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -56,19 +55,17 @@ def _slug(text: str, taken: set[str]) -> str:
 
 
 def _claims(answer: str, support_of: Any) -> list[dict[str, Any]]:
-    """The factual sentences of an answer as gold claims; ``support_of(claim)`` gives each its chunk ids.
+    """The factual sentences of an answer as gold claims, split and read as the analyzer reads answers
+    (a sentence that says the answer is not known is no claim); ``support_of(labels)`` gives each
+    claim's chunk ids from the markers it carries."""
+    from ._analyze import DEFAULT_ABSTAIN_PHRASES, split_answers
 
-    A sentence that says the answer is not known (the analyzer's abstain phrases) is no claim."""
-    from ._analyze import DEFAULT_ABSTAIN_PHRASES
-    from .judges._text import fold
-
-    phrases = [fold(p) for p in DEFAULT_ABSTAIN_PHRASES]
+    split = split_answers([answer], frozenset(), DEFAULT_ABSTAIN_PHRASES)
     out: list[dict[str, Any]] = []
-    for c in split_claims(answer):
-        if not is_factual(c.text) or any(p in fold(c.text) for p in phrases):
-            continue
-        ids = list(dict.fromkeys(support_of(c)))
-        out.append({"claim_id": f"c{len(out) + 1}", "text": c.text, "support": [[i] for i in ids]})
+    for text, labels, factual in zip(split["text"], split["labels"], split["factual"], strict=True):
+        if factual:
+            ids = list(dict.fromkeys(support_of(labels)))
+            out.append({"claim_id": f"c{len(out) + 1}", "text": text, "support": [[i] for i in ids]})
     return out
 
 
@@ -156,7 +153,7 @@ def from_examples(
             continue
         taken.add(case_id)
         case: dict[str, Any] = {"case_id": case_id, "question": question}
-        claims = _claims(answer or "", lambda _c, ids=support: ids)
+        claims = _claims(answer or "", lambda _labels, ids=support: ids)
         if not claims:  # no expected answer, or nothing checkable in it: the case expects an abstention
             case["expect"] = "abstain"
         else:
@@ -238,7 +235,7 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
     """A draft gold set from real traces: one case per distinct question (see the module docstring)."""
     import tempfile
 
-    from ._analyze import _SCOPE, _gold_tables, _question_table, _sql_text
+    from ._analyze import _SCOPE, _gold_tables, _question_table, _slices, _sql_text
     from ._ingest import ingest, trace_files
     from ._store import SCHEMA_VERSIONS, connect
 
@@ -271,7 +268,7 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
             _gold_tables(con, gold)
             con.execute(_SCOPE, {"files": None})
             _question_table(con, {"files": None})
-            con.execute("CREATE OR REPLACE TEMP TABLE t_slices (trace_id VARCHAR, slice BIGINT)")
+            _slices(con, 1, {"files": None})
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
                 {"schema_versions": SCHEMA_VERSIONS, "part": 0, "parts": 1, "lo": 0, "hi": 0, "files": None},
@@ -314,7 +311,7 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
             ]
         else:
             mapping = dict(zip(labels or [], label_ids or [], strict=False))
-            claims = _claims(answer or "", lambda c, m=mapping: [m[x] for x in c.labels if x in m])
+            claims = _claims(answer or "", lambda labels, m=mapping: [m[x] for x in labels if x in m])
         if abstained or not claims:
             case["expect"] = "abstain"
         else:

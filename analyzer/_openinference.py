@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ import polars as pl
 
 from citeline.instrumentation import content_hash
 from citeline.instrumentation._chunks import Columns
+from citeline.instrumentation._chunks import normalised as _norm
 from citeline.instrumentation._prompt import chunks_in_prompt
 
 from ._ingest import Problem
@@ -65,12 +65,6 @@ NO_CONTEXT_SEEN = (
 _HEADER = re.compile(
     r"(?im)^[ \t]*(?:\[\s*(\d{1,4})\s*\]|(?:source|document|doc|passage|chunk|context|reference)\s*#?\s*(\d{1,4})\s*:)"
 )
-
-
-def _norm(text: str) -> str:
-    if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-    return " ".join(text.split())
 
 
 @dataclass
@@ -158,29 +152,33 @@ def _docs(ids: list[str], texts: list[str], metas: list[str], gold: GoldIndex, s
     return out
 
 
-def _prompt_text(prompt: str) -> str:
-    """A prompt recorded as JSON (a framework's call arguments) -> its string leaves, joined."""
-    stripped = prompt.lstrip()
-    if not stripped.startswith(("{", "[")):
-        return prompt
-    try:
-        value = json.loads(prompt)
-    except ValueError:
-        return prompt
-    leaves: list[str] = []
+def json_strings(text: str) -> list[str] | None:
+    """The string leaves of ``text`` read as JSON, in document order; None when it is not JSON.
 
-    def walk(v: Any) -> None:
+    A framework records call arguments as JSON: a prompt (LlamaIndex's ``predict`` span), a pipeline's
+    inputs (Haystack's root span, whose question is one of these strings)."""
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        stack: list[Any] = [json.loads(text)]
+    except (ValueError, RecursionError):
+        return None
+    leaves: list[str] = []
+    while stack:  # no recursion: the JSON is someone else's
+        v = stack.pop()
         if isinstance(v, str):
             leaves.append(v)
         elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
+            stack.extend(reversed(list(v.values())))
         elif isinstance(v, list):
-            for x in v:
-                walk(x)
+            stack.extend(reversed(v))
+    return leaves
 
-    walk(value)
-    return "\n\n".join(leaves)
+
+def _prompt_text(prompt: str) -> str:
+    """A prompt recorded as JSON (a framework's call arguments) -> its string leaves, joined."""
+    leaves = json_strings(prompt)
+    return prompt if leaves is None else "\n\n".join(leaves)
 
 
 def _blocks(prompt: str) -> list[tuple[str, str]]:
@@ -376,4 +374,4 @@ def resolve(con: duckdb.DuckDBPyConnection, stats: Stats) -> None:
     con.execute(f"UPDATE t_traces SET {sets} FROM t_oi AS o WHERE t_traces.trace_id = o.trace_id")
 
 
-__all__ = ["GoldIndex", "Stats", "context_from_prompt", "problems", "resolve"]
+__all__ = ["GoldIndex", "Stats", "context_from_prompt", "json_strings", "problems", "resolve"]

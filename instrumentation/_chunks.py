@@ -19,6 +19,13 @@ from typing import Any, NamedTuple
 _CONTAINER_FIELDS = ("chunks", "documents", "source_nodes", "nodes", "context", "hits")
 
 
+def normalised(text: str) -> str:
+    """NFKC, whitespace runs as one space, ends stripped: the form content hashes are taken of."""
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.split())
+
+
 def content_hash(text: str) -> str:
     """Hash of a chunk's text that survives cosmetic whitespace changes.
 
@@ -26,9 +33,7 @@ def content_hash(text: str) -> str:
     space and the ends stripped; the first 16 hex digits. The analyzer
     computes the same over the gold corpus to spot silent content drift.
     """
-    if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-    norm = " ".join(text.split())
+    norm = normalised(text)
     # surrogatepass: a lone surrogate (bad upstream decode) still hashes; valid text is unchanged
     return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
