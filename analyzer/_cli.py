@@ -328,11 +328,11 @@ def _report(args: argparse.Namespace) -> int:
         build_report,
         check_gates,
         parse_gate,
-        render_html,
         render_json,
         render_markdown,
         render_table,
     )
+    from ._report_html import render_html
 
     if not Path(args.db).exists():
         print(

@@ -211,7 +211,7 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
 def _trend(rows: list[tuple[str, str, int]]) -> str:
     from types import SimpleNamespace
 
-    from citeline.analyzer._report import _trend_chart
+    from citeline.analyzer._report_html import _trend_chart
 
     return _trend_chart(SimpleNamespace(trend=[{"day": d, "bucket": b, "claims": n} for d, b, n in rows]))  # type: ignore[arg-type]
 
