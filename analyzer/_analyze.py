@@ -9,10 +9,8 @@ a hundred splits, not a million.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import duckdb
 import polars as pl
 
 from . import _openinference as openinference
-from . import judges
+from . import _workers, judges
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
@@ -28,7 +26,7 @@ from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, columns_table, connect, register_frame, sql
 from .judges import LABELS, Judge
-from .judges._text import fold, numbers, overlap, shared_numbers, stems
+from .judges._text import fold, numbers, stems
 
 DEFAULT_ABSTAIN_PHRASES = (
     "cannot verify",
@@ -51,6 +49,10 @@ _SCOPE = (
 )
 _IN_SCOPE = "($files IS NULL OR trace_id IN (SELECT trace_id FROM t_scope))"
 _TRACES_IN_SCOPE = f"SELECT count(DISTINCT trace_id) FROM spans WHERE stage = 'request' AND {_IN_SCOPE}"
+# about how many distinct answers the run splits: enough to decide whether its text work needs every core
+_DISTINCT_ANSWERS = (
+    f"SELECT coalesce(approx_count_distinct(answer), 0) FROM spans WHERE answer IS NOT NULL AND {_IN_SCOPE}"
+)
 _ALL_TRACES_IN_SCOPE = f"SELECT count(DISTINCT trace_id) FROM spans WHERE {_IN_SCOPE}"
 # traces in scope with no request span: read, but nothing to join to a case
 _NO_REQUEST = (
@@ -147,7 +149,9 @@ def split_answers(answers: Sequence[str], structured: frozenset[str], phrases: S
     """Each answer's claims (text, labels, factual) and whether it abstains, as columns.
 
     Pure and picklable: a large run splits its answers on every core (``_answer_tables``)."""
-    cols: dict[str, list[Any]] = {k: [] for k in ("answer", "claim_idx", "text", "labels", "factual")}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("answer", "claim_idx", "text", "labels", "factual", "stems", "numbers")
+    }
     abstains: list[bool] = []
     folded_phrases = [fold(p) for p in phrases]
     for answer in answers:
@@ -162,6 +166,9 @@ def split_answers(answers: Sequence[str], structured: frozenset[str], phrases: S
             cols["text"].append(c.text)
             cols["labels"].append(list(c.labels))
             cols["factual"].append(factual)
+            # what matching compares (word overlap, shared numbers), made here on every core
+            cols["stems"].append(sorted(stems(c.text)))
+            cols["numbers"].append(sorted(numbers(c.text)))
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
         abstains.append(answer not in structured and has_phrase and not cited_factual)
@@ -181,6 +188,14 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
     )
     cols = _split_everywhere(answers, structured, phrases)
     abstains = cols.pop("abstains")
+    register_frame(
+        con,
+        "t_text_sets",
+        columns_table(
+            {"text": cols["text"], "stems": cols.pop("stems"), "numbers": cols.pop("numbers")},
+            {"text": pl.Utf8, "stems": pl.List(pl.Utf8), "numbers": pl.List(pl.Utf8)},
+        ),
+    )
     register_frame(
         con,
         "t_answer_claims",
@@ -204,50 +219,53 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
 
 def _split_everywhere(answers: list[str], structured: frozenset[str], phrases: Sequence[str]) -> dict[str, list[Any]]:
     """split_answers over every core for a large run; the same columns, in the same order."""
-    workers = os.cpu_count() or 1
+    workers = _workers.cores()
     if len(answers) < PARALLEL_ANSWERS or workers < 2:
         return split_answers(answers, structured, phrases)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    pool = _workers.shared()
+    own = None
+    if pool is None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-    size = -(-len(answers) // (workers * 4))
-    parts = [answers[i : i + size] for i in range(0, len(answers), size)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool = own = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        size = -(-len(answers) // (workers * 4))
+        parts = [answers[i : i + size] for i in range(0, len(answers), size)]
         done = list(pool.map(split_answers, parts, [structured] * len(parts), [tuple(phrases)] * len(parts)))
+    finally:
+        if own is not None:
+            own.shutdown()
     return {k: [x for d in done for x in d[k]] for k in done[0]}
 
 
 def _similarity_table(con: duckdb.DuckDBPyConnection) -> None:
-    # lexical_similarity and number_agreement, with each text's sets made once (a gold claim meets
-    # thousands of generated claims); the caches go with the call
-    words = lru_cache(maxsize=None)(stems)
-    nums = lru_cache(maxsize=None)(numbers)
-    pairs = con.execute(
-        "SELECT DISTINCT t.case_id, g.text, gc.claim_id, gc.text "
-        "FROM t_gen_claims g JOIN t_traces t USING (trace_id) "
-        "JOIN t_gold_claims gc ON gc.case_id = t.case_id "
-        "WHERE g.factual"
-    ).fetchall()
+    """t_sim: lexical_similarity and number_agreement of every (case, generated claim text, gold claim).
+
+    The word and number sets of split claims come from the splitting workers (t_text_sets); the few
+    texts not split there (structured answers' claims, gold claims) get theirs here. The set
+    arithmetic runs in SQL on every core: |a & b| / |a | b| and |a & b| / |b|, as ``overlap`` and
+    ``shared_numbers`` compute them."""
+    missing = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT text FROM t_gen_claims WHERE factual AND text NOT IN (SELECT text FROM t_text_sets) "
+            "UNION SELECT DISTINCT text FROM t_gold_claims"
+        ).fetchall()
+    ]
     register_frame(
         con,
-        "t_sim",
+        "t_more_sets",
         columns_table(
             {
-                "case_id": [p[0] for p in pairs],
-                "text": [p[1] for p in pairs],
-                "claim_id": [p[2] for p in pairs],
-                "sim": [overlap(words(text), words(gold)) for _c, text, _i, gold in pairs],
-                "num_agree": [shared_numbers(nums(text), nums(gold)) for _c, text, _i, gold in pairs],
+                "text": missing,
+                "stems": [sorted(stems(t)) for t in missing],
+                "numbers": [sorted(numbers(t)) for t in missing],
             },
-            {
-                "case_id": pl.Utf8,
-                "text": pl.Utf8,
-                "claim_id": pl.Utf8,
-                "sim": pl.Float64,
-                "num_agree": pl.Float64,
-            },
+            {"text": pl.Utf8, "stems": pl.List(pl.Utf8), "numbers": pl.List(pl.Utf8)},
         ),
     )
+    con.execute("CREATE OR REPLACE TEMP TABLE t_sim AS " + _sql_text("similarity"))
 
 
 class InputError(Exception):
@@ -299,6 +317,8 @@ def analyze(
         scope = {"files": files}
         con.execute(_SCOPE, scope)
         n_traces = int(con.execute(_TRACES_IN_SCOPE, scope).fetchall()[0][0])
+        if int(con.execute(_DISTINCT_ANSWERS, scope).fetchall()[0][0]) >= PARALLEL_ANSWERS:
+            _workers.start()  # the workers load while DuckDB joins traces to cases
         parts = max(1, -(-n_traces // PART_TRACES))
         bounds = _slices(con, parts, scope)
         cached_judge = CachedJudge(con, support_judge)
@@ -420,6 +440,7 @@ def analyze(
             result.con = None
         return result
     finally:
+        _workers.stop()
         if own:
             con.close()
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
+from .. import _workers
 from ._api import BaseJudge, JudgeItem, Judgment
 from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
 
@@ -345,7 +345,7 @@ class RulesJudge(BaseJudge):
         modality: bool = True,
         workers: int | str = 0,
     ) -> None:
-        self.workers = int(workers) or min(os.cpu_count() or 1, 8)  # processes for a large batch; not a verdict
+        self.workers = int(workers) or min(_workers.cores(), 8)  # processes for a large batch; not a verdict
         self.coverage = float(coverage)
         self.window = int(window)
         self.check_values = _flag(values)
@@ -369,20 +369,35 @@ class RulesJudge(BaseJudge):
         }
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-        """Large batches are judged on every core: items citing the same evidence go to the same process."""
+        """Large batches are judged on every core: items citing the same evidence go to the same process,
+        and each process is sent each evidence text once (not once per item citing it)."""
         items = [JudgeItem(*it) for it in items]
-        if self.workers <= 1 or len(items) < PARALLEL_MIN:
+        workers = self.workers if self.workers > 1 else 1
+        if workers <= 1 or len(items) < PARALLEL_MIN:
             return [self.judge(*it) for it in items]
         order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
-        size = -(-len(order) // (self.workers * 4))
+        size = -(-len(order) // (workers * 4))
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
-        ctx = multiprocessing.get_context("spawn")  # no fork of a host's threads
+        jobs = []
+        for chunk in chunks:
+            texts: dict[str, int] = {}
+            packed = [
+                (it.claim, [texts.setdefault(e, len(texts)) for e in it.evidence], it.facts, it.quotes)
+                for it in (items[i] for i in chunk)
+            ]
+            jobs.append((self._raw(), list(texts), packed))
+        pool = _workers.shared()
+        own = None
+        if pool is None:
+            pool = own = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
         out: list[Judgment | None] = [None] * len(items)
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
-            jobs = [(self._raw(), [items[i] for i in chunk]) for chunk in chunks]
+        try:
             for chunk, answers in zip(chunks, pool.map(_judge_chunk, jobs), strict=True):
-                for i, a in zip(chunk, answers, strict=True):
-                    out[i] = a
+                for i, (label, rationale) in zip(chunk, answers, strict=True):
+                    out[i] = Judgment(label, rationale)
+        finally:
+            if own is not None:
+                own.shutdown()
         return [a for a in out if a is not None]
 
     def judge(
@@ -456,10 +471,15 @@ _DEFAULTS: dict[str, Any] = {}
 PARALLEL_MIN = 4000  # below this, starting processes costs more than it saves
 
 
-def _judge_chunk(job: tuple[dict[str, Any], list[JudgeItem]]) -> list[Judgment]:
-    settings, items = job
+def _judge_chunk(job: tuple[dict[str, Any], list[str], list[tuple[str, list[int], Any, Any]]]) -> list[tuple[str, str]]:
+    """One worker's share: items name their evidence by its index in ``texts``; answers go back as tuples."""
+    settings, texts, items = job
     judge = RulesJudge(**settings, workers=1)
-    return [judge.judge(*it) for it in items]
+    out = []
+    for claim, evidence, facts, quotes in items:
+        j = judge.judge(claim, [texts[k] for k in evidence], facts, quotes)
+        out.append((j.label, j.rationale))
+    return out
 
 
 def _flag(v: object) -> bool:

@@ -1,0 +1,46 @@
+"""One pool of worker processes for a run's text work (splitting answers, judging support).
+
+A spawned worker costs about a second before it does anything (a fresh interpreter importing
+DuckDB, Polars and the analyzer). Two pools per run paid that twice, after the SQL that came
+before them had finished. ``analyze`` now calls :func:`start` as soon as it knows the run is
+large, so the workers import while DuckDB joins traces to cases, and :func:`stop` when the run
+ends; the splitter and the rules judge both ask :func:`shared` for it.
+
+Spawn, not fork: forking a host process copies its threads' locks mid-flight.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+_RUN: dict[str, ProcessPoolExecutor] = {}  # "pool" while a run has one
+
+
+def cores() -> int:
+    return os.cpu_count() or 1
+
+
+def start() -> Executor | None:
+    """Start the run's pool (one worker per core) and have every worker import the analyzer now."""
+    if "pool" not in _RUN and cores() > 1:
+        pool = _RUN["pool"] = ProcessPoolExecutor(cores(), mp_context=multiprocessing.get_context("spawn"))
+        for _ in range(cores()):
+            pool.submit(_warm)
+    return _RUN.get("pool")
+
+
+def shared() -> Executor | None:
+    """The running pool, or None when no run started one (a small run, or a judge used on its own)."""
+    return _RUN.get("pool")
+
+
+def stop() -> None:
+    pool = _RUN.pop("pool", None)
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _warm() -> None:
+    from . import _analyze  # noqa: F401 - the import is the point: the text work's modules, loaded ahead

@@ -1,0 +1,85 @@
+"""The text work of a large run (splitting, similarity, judging) moved to SQL and a shared worker pool:
+the same figures and the same buckets as the one-process path, and no worker left running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from citeline.analyzer import _analyze, _workers
+from citeline.analyzer._store import columns_table, register_frame, sql
+from citeline.analyzer.judges import _rules
+from citeline.analyzer.judges._text import numbers, overlap, shared_numbers, stems
+from citeline.examples.demo import SCENARIOS, gold_path
+from tests.analysis_helpers import run_and_analyze
+
+_WORDS = ["refund", "refunds", "days", "the", "within", "Returned", "item", "café", "STRASSE", "straße", "ship"]
+_text = st.lists(
+    st.one_of(st.sampled_from(_WORDS), st.integers(0, 120).map(str), st.sampled_from(["4.5", "$30", "30%", "\n"])),
+    max_size=12,
+).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gen=st.lists(_text, min_size=1, max_size=4, unique=True), gold=st.lists(_text, min_size=1, max_size=3))
+def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]) -> None:
+    """similarity.sql computes overlap() and shared_numbers() exactly, empty sets and repeats included."""
+    con = duckdb.connect()
+    sets = {"text": list(gen), "stems": [sorted(stems(t)) for t in gen], "numbers": [sorted(numbers(t)) for t in gen]}
+    schema = {"text": pl.Utf8, "stems": pl.List(pl.Utf8), "numbers": pl.List(pl.Utf8)}
+    register_frame(con, "t_text_sets", columns_table(sets, schema))
+    more = sorted(set(gold))
+    register_frame(
+        con,
+        "t_more_sets",
+        columns_table(
+            {"text": more, "stems": [sorted(stems(t)) for t in more], "numbers": [sorted(numbers(t)) for t in more]},
+            schema,
+        ),
+    )
+    con.execute("CREATE TABLE t_traces AS SELECT 't1' AS trace_id, 'c' AS case_id")
+    con.execute(
+        "CREATE TABLE t_gen_claims AS SELECT 't1' AS trace_id, i AS claim_idx, text, true AS factual "
+        "FROM (SELECT unnest($g) AS text, generate_subscripts($g, 1) AS i)",
+        {"g": gen},
+    )
+    con.execute(
+        "CREATE TABLE t_gold_claims AS SELECT 'c' AS case_id, 'g' || i AS claim_id, text "
+        "FROM (SELECT unnest($g) AS text, generate_subscripts($g, 1) AS i)",
+        {"g": gold},
+    )
+    got = {(t, c): (s, n) for _case, t, c, s, n in con.execute(sql("similarity")).fetchall()}
+    want = {
+        (g, f"g{i + 1}"): (overlap(stems(g), stems(x)), shared_numbers(numbers(g), numbers(x)))
+        for g in gen
+        for i, x in enumerate(gold)
+    }
+    assert got == want
+
+
+def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool path (started early, shared by splitting and judging) and the one-process path agree row
+    for row on every bucket scenario; the run stops its workers."""
+    first, _ = run_and_analyze(tmp_path, SCENARIOS)
+    assert _workers.shared() is None
+    monkeypatch.setattr(_analyze, "PARALLEL_ANSWERS", 1)
+    monkeypatch.setattr(_rules, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(_workers.os, "cpu_count", lambda: 2)
+    started: list[object] = []
+    real_start = _workers.start
+    monkeypatch.setattr(_workers, "start", lambda: started.append(real_start()) or started[-1])
+    second = _analyze.analyze(tmp_path / "pooled.duckdb", gold=gold_path(), traces=[tmp_path / "traces"])
+    assert started and started[0] is not None  # the pool really ran
+    assert _workers.shared() is None  # and is gone with the run
+    cols = ["trace_id", "gold_claim_id", "claim_text", "bucket", "stage", "span_id", "reason", "support_label"]
+    one = first.claims.select(cols).sort(cols)
+    pooled = second.claims.select(cols).sort(cols)
+    assert one.height >= len(SCENARIOS)
+    assert pooled.to_dicts() == one.to_dicts()
