@@ -165,6 +165,7 @@ class _Vocab:
         return any(token in s for s in self.sets)
 
 
+@lru_cache(maxsize=100_000)
 def _token(word: str) -> str:
     return fold(word).replace("’", "'").strip("-'.").removesuffix("'s")
 
@@ -278,12 +279,12 @@ def _value_present(v: Value, found: Sequence[Value]) -> bool:
     return False
 
 
-def _value_keys(v: Value) -> set[str]:
+@lru_cache(maxsize=100_000)
+def _value_keys(v: Value) -> frozenset[str]:
     """What a value is looked up by when choosing a window: its amount (a date's month and day), and a year."""
-    keys = {f"\0{v[0]}:{v[2]:g}"}
     if v[0] == "date" and v[1]:
-        keys.add(f"\0num:{v[1]}")
-    return keys
+        return frozenset((f"\0{v[0]}:{v[2]:g}", f"\0num:{v[1]}"))
+    return frozenset((f"\0{v[0]}:{v[2]:g}",))
 
 
 @dataclass(frozen=True)
@@ -489,7 +490,8 @@ def _flag(v: object) -> bool:
 
 
 def _facts(claim: str, facts: Sequence[str]) -> Judgment | None:
-    claim_values, claim_fold = values(claim), fold(claim)
+    claim_fold = fold(claim)
+    claim_values = values(claim_fold, folded=True)
     for fact in facts:
         fvals = values(fact)
         if fvals:

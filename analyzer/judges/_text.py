@@ -116,9 +116,12 @@ _ALTERNATIVES = (  # in priority order: where two readings overlap, the earlier 
     ("bare", _BARE),
 )
 # one scan finds where each value starts and its kind; the kind's own pattern then reads its groups
-# (the leading test only skips positions where no kind can start: mid-word letters, spaces, punctuation)
+# (the leading test only skips positions where no kind can start: mid-word letters, spaces, punctuation,
+# and words whose first letter opens no month name and no number word)
 _ANY_VALUE = re.compile(
-    r"(?:(?=[\d$€£¥₦₺₹])|(?<![a-z0-9])(?=[a-z]))(?:"
+    r"(?:(?=[\d$€£¥₦₺₹])|(?<![a-z0-9])(?=["
+    + "".join(sorted({w[0] for w in (*_MONTHS, *_WORD_NUMBERS)}))
+    + r"]))(?:"
     + "|".join(f"(?P<{k}>{re.sub(r'[(](?![?])', '(?:', p.pattern)})" for k, p in _ALTERNATIVES)
     + ")"
 )
