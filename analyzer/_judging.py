@@ -12,6 +12,7 @@ import csv
 import hashlib
 import json
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,27 @@ class CachedJudge:
         self.pending: list[tuple[str, str, str, str, str]] = []
         self.settings = json.dumps(dict(judge.settings), sort_keys=True, default=str)
         self.asked = self.hits = self.failures = 0
+        # json.dumps of a list is "[" + ", ".join(json.dumps(x) for x in it) + "]"
+        self._head = json.dumps([judge.name, judge.version, self.settings])[:-1] + ", "
+        self._list = lru_cache(maxsize=65536)(_json_list)
 
     def key(self, claim: str, evidence: list[str], facts: list[str], quotes: list[str]) -> str:
-        blob = json.dumps([self.judge.name, self.judge.version, self.settings, claim, evidence, facts, quotes])
-        return hashlib.sha256(blob.encode()).hexdigest()
+        """sha256 of ``json.dumps([name, version, settings, claim, evidence, facts, quotes])``: the form stored
+        judgments are keyed by. Built from parts: the judge's part is the same for every item, and an
+        evidence list (a gold bundle) or a fact list is shared by thousands of claims."""
+        return hashlib.sha256(
+            (
+                self._head
+                + json.dumps(claim)
+                + ", "
+                + self._list(tuple(evidence))
+                + ", "
+                + self._list(tuple(facts))
+                + ", "
+                + self._list(tuple(quotes))
+                + "]"
+            ).encode()
+        ).hexdigest()
 
     def many(self, items: list[tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
         keys = [self.key(*it) for it in items]
@@ -68,16 +86,26 @@ class CachedJudge:
 
     def flush(self) -> None:
         if self.pending:  # one set-based insert: executemany costs ~2 ms a row
-            frame = pl.DataFrame(self.pending, schema=["key", "judge", "version", "label", "rationale"], orient="row")
-            self.con.register("_new_judgments", frame.to_arrow())
+            names = ("key", "judge", "version", "label", "rationale")
+            frame = columns_table(
+                {k: list(col) for k, col in zip(names, zip(*self.pending, strict=True), strict=True)},
+                dict.fromkeys(names, pl.Utf8),
+            )
+            self.con.register("_new_judgments", frame)
             self.con.execute("INSERT OR IGNORE INTO judgments SELECT DISTINCT * FROM _new_judgments")
             self.con.unregister("_new_judgments")
             self.pending = []
 
 
+def _json_list(items: tuple[str, ...]) -> str:
+    return json.dumps(list(items))
+
+
 def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJudge) -> None:
     texts = {cid: c.text for cid, c in gold.corpus.items()}
     claims = {(case.case_id, c.claim_id): c for case in gold.cases.values() for c in case.claims}
+    # each gold claim's bundles as evidence texts, made once: thousands of generated claims meet each
+    bundles = {k: [[texts.get(x, "") for x in b] for b in c.support or [[]]] for k, c in claims.items()}
     matched = con.execute(
         "SELECT DISTINCT m.case_id, m.claim_id, g.text, list_sort(g.cited), g.quotes "
         "FROM t_match m JOIN t_gen_claims g ON g.trace_id = m.trace_id AND g.claim_idx = m.claim_idx"
@@ -92,9 +120,9 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
             q_at = len(requests)
             requests.append((text, [texts.get(c, "") for c in cited], [], list(quotes)))
         at = []
-        for b in gc.support or [[]]:  # support against each gold bundle
+        for evidence in bundles[(case_id, claim_id)]:  # support against each gold bundle
             at.append(len(requests))
-            requests.append((text, [texts.get(c, "") for c in b], gc.facts, []))
+            requests.append((text, evidence, gc.facts, []))
         plan.append((q_at, at))
     answers = judge.many(requests)
     names = ("case_id", "claim_id", "text", "cited", "quotes", "label", "rationale")

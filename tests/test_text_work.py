@@ -83,3 +83,29 @@ def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_do
     pooled = second.claims.select(cols).sort(cols)
     assert one.height >= len(SCENARIOS)
     assert pooled.to_dicts() == one.to_dicts()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    claim=st.text(),
+    evidence=st.lists(st.text(), max_size=3),
+    facts=st.lists(st.text(), max_size=2),
+    quotes=st.lists(st.text(), max_size=2),
+    coverage=st.sampled_from([0.5, 0.6]),
+)
+def test_a_judgment_keeps_the_cache_key_it_was_stored_under(
+    claim: str, evidence: list[str], facts: list[str], quotes: list[str], coverage: float
+) -> None:
+    """The key built from parts is the sha256 of the whole JSON list, as stored judgments were keyed."""
+    import hashlib
+    import json
+
+    from citeline.analyzer._judging import CachedJudge
+    from citeline.analyzer.judges import RulesJudge
+
+    judge = RulesJudge(coverage=coverage)
+    cached = CachedJudge(duckdb.connect(), judge)
+    settings_json = json.dumps(dict(judge.settings), sort_keys=True)
+    whole = [judge.name, judge.version, settings_json, claim, evidence, facts, quotes]
+    assert cached.key(claim, evidence, facts, quotes) == hashlib.sha256(json.dumps(whole).encode()).hexdigest()
+    assert cached.key(claim, evidence, facts, quotes) == cached.key(claim, list(evidence), facts, quotes)  # cached
