@@ -27,6 +27,7 @@ _ABBREV = frozenset(
     "a.m p.m cf al ca est dept govt jan feb mar apr jun jul aug sep sept oct nov dec mt ft".split()
 )
 _WS = re.compile(r"\s+")
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
 
 
 @dataclass(frozen=True)
@@ -80,12 +81,29 @@ def _blocks(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_LETTER_OR_DOT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.")
+
+
+def _word_before(text: str, at: int) -> str:
+    """The letters-and-dots word that ends at ``at``, from its first letter ("U.S" before "U.S."); "" when none.
+
+    Walks back from ``at``: a regex anchored at the end of ``text[:at]`` would try every earlier position.
+    As that regex's ``$`` did, a word followed by one line break still counts ("Dr\n." reads "Dr")."""
+    if at > 0 and text[at - 1] == "\n":
+        at -= 1
+    i = at
+    while i > 0 and text[i - 1] in _LETTER_OR_DOT:
+        i -= 1
+    while i < at and text[i] == ".":
+        i += 1
+    return text[i:at]
+
+
 def _is_abbreviation(masked: str, dot: int) -> bool:
     """Whether the '.' at ``dot`` ends an abbreviation or an initial rather than a sentence."""
-    m = re.search(r"([A-Za-z][A-Za-z.]*)$", masked[:dot])
-    if not m:
+    word = _word_before(masked, dot)
+    if not word:
         return False
-    word = m.group(1)
     low = word.lower().rstrip(".")
     if low in ("no", "nos"):  # "No. 5" abbreviates; "No." answering a question ends a sentence
         return bool(re.match(r"\s*\d", masked[dot + 1 :]))
@@ -132,7 +150,7 @@ def _clean(text: str, masked: str) -> str:
     if text.strip().startswith("|"):
         text = " ".join(c.strip() for c in text.strip().strip("|").split("|"))
     text = _WS.sub(" ", text).strip()
-    return re.sub(r"\s+([.,;:!?])", r"\1", text)
+    return _SPACE_BEFORE_STOP.sub(r"\1", text)
 
 
 def split_claims(text: str) -> list[Claim]:

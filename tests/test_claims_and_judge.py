@@ -179,3 +179,13 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
     many = _analyze._split_everywhere(answers, structured, _analyze.DEFAULT_ABSTAIN_PHRASES)
     assert many == one
     assert len(one["abstains"]) == len(answers) and any(one["abstains"]) and not all(one["abstains"])
+
+
+@given(text=st.text(alphabet="aZ.. é1-\n", max_size=40), data=st.data())
+def test_the_word_before_a_stop_is_what_the_end_anchored_regex_finds(text: str, data: st.DataObject) -> None:
+    """The splitter's walk back from a full stop equals re.search(r"([A-Za-z][A-Za-z.]*)$") on the prefix."""
+    from citeline.analyzer._claims import _word_before
+
+    at = data.draw(st.integers(0, len(text)))
+    m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:at])
+    assert _word_before(text, at) == (m.group(1) if m else "")
