@@ -130,8 +130,8 @@ def _sentence(p: int, days: int, marker: str, rng: random.Random | None) -> str:
     return template.format(p=p, days=days, marker=marker, w1=w1, w2=w2)
 
 
-def trace_line(i: int, rng: random.Random, *, content: bool = False, distinct: bool = False) -> bytes:
-    """One trace; ``content`` adds what ``record_content=True`` (the default) also writes: every
+def trace_spans(i: int, rng: random.Random, *, content: bool = False, distinct: bool = False) -> list[dict[str, Any]]:
+    """One trace's spans; ``content`` adds what ``record_content=True`` (the default) also writes: every
     chunk's text and the OpenInference documents (id, score, content, metadata) per chunk.
     ``distinct`` words each answer differently (extra words, sentence templates), facts unchanged."""
     plan = case_plan(i % CASES)
@@ -293,6 +293,15 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False, distinct: b
             sid[0],
         ),
     ]
+    return spans
+
+
+def trace_line(i: int, rng: random.Random, *, content: bool = False, distinct: bool = False) -> bytes:
+    """One trace as one OTLP/JSON line, as ``configure(trace_dir=...)`` writes it."""
+    return _line(trace_spans(i, rng, content=content, distinct=distinct))
+
+
+def _line(spans: list[dict[str, Any]]) -> bytes:
     req = {
         "resourceSpans": [
             {
@@ -305,21 +314,49 @@ def trace_line(i: int, rng: random.Random, *, content: bool = False, distinct: b
 
 
 def write_traces(
-    directory: Path, n: int, *, per_file: int = 5_000, seed: int = 7, content: bool = False, distinct: bool = False
+    directory: Path,
+    n: int,
+    *,
+    per_file: int = 5_000,
+    seed: int = 7,
+    content: bool = False,
+    distinct: bool = False,
+    collector: bool = False,
+    first: int = 0,
 ) -> int:
-    """Write ``n`` traces into ``directory``; returns the bytes written."""
+    """Write ``n`` traces (numbered from ``first``) into ``directory``; returns the bytes written.
+
+    ``collector`` writes them as an OpenTelemetry Collector's file exporter does: each line a batch of
+    spans from many traces (50 here), and a trace's last two spans (resolution, render, which end
+    later) in the next batch: every trace spans two lines, and the traces of a file's last batch
+    (1 in 100) span two files."""
     directory.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed)
+    rng = random.Random(seed + first)
     total = 0
-    for start in range(0, n, per_file):
+    late: list[dict[str, Any]] = []  # spans that end after their batch was written
+    for start in range(first, first + n, per_file):
         path = directory / f"synthetic-{start // per_file:05d}.jsonl"
+        stop = min(first + n, start + per_file)
         with open(path, "wb") as f:
-            buf = [
-                trace_line(i, rng, content=content, distinct=distinct) for i in range(start, min(n, start + per_file))
-            ]
-            data = b"".join(buf)
+            if not collector:
+                data = b"".join(trace_line(i, rng, content=content, distinct=distinct) for i in range(start, stop))
+            else:
+                lines = []
+                for b in range(start, stop, 50):
+                    batch, now_late = list(late), []
+                    for i in range(b, min(stop, b + 50)):
+                        spans = trace_spans(i, rng, content=content, distinct=distinct)
+                        batch += spans[:4]
+                        now_late += spans[4:]
+                    lines.append(_line(batch))
+                    late = now_late
+                data = b"".join(lines)
             f.write(data)
             total += len(data)
+    if late:  # the run's last spans: a line of their own at the end of the last file
+        with open(path, "ab") as f:
+            f.write(_line(late))
+            total += len(_line(late))
     return total
 
 
