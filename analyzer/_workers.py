@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from concurrent.futures import Executor, ProcessPoolExecutor
 
-_RUN: dict[str, ProcessPoolExecutor] = {}  # "pool" while a run has one
+
+class _Run(threading.local):
+    pool: ProcessPoolExecutor | None = None
+
+
+_RUN = _Run()  # per thread: two runs in two threads of one host each have their own pool
 
 
 def cores() -> int:
@@ -24,20 +30,20 @@ def cores() -> int:
 
 def start() -> Executor | None:
     """Start the run's pool (one worker per core) and have every worker import the analyzer now."""
-    if "pool" not in _RUN and cores() > 1:
-        pool = _RUN["pool"] = ProcessPoolExecutor(cores(), mp_context=multiprocessing.get_context("spawn"))
+    if _RUN.pool is None and cores() > 1:
+        pool = _RUN.pool = ProcessPoolExecutor(cores(), mp_context=multiprocessing.get_context("spawn"))
         for _ in range(cores()):
             pool.submit(_warm)
-    return _RUN.get("pool")
+    return _RUN.pool
 
 
 def shared() -> Executor | None:
     """The running pool, or None when no run started one (a small run, or a judge used on its own)."""
-    return _RUN.get("pool")
+    return _RUN.pool
 
 
 def stop() -> None:
-    pool = _RUN.pop("pool", None)
+    pool, _RUN.pool = _RUN.pool, None
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
 

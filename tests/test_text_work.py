@@ -109,3 +109,22 @@ def test_a_judgment_keeps_the_cache_key_it_was_stored_under(
     whole = [judge.name, judge.version, settings_json, claim, evidence, facts, quotes]
     assert cached.key(claim, evidence, facts, quotes) == hashlib.sha256(json.dumps(whole).encode()).hexdigest()
     assert cached.key(claim, evidence, facts, quotes) == cached.key(claim, list(evidence), facts, quotes)  # cached
+
+
+def test_a_run_in_another_thread_does_not_see_or_stop_this_runs_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two analyses in two threads of one host: each has its own pool; one ending never stops the other's."""
+    import threading
+
+    monkeypatch.setattr(_workers.os, "cpu_count", lambda: 2)
+    mine = _workers.start()
+    try:
+        seen: list[object] = []
+        other = threading.Thread(target=lambda: (seen.append(_workers.shared()), _workers.stop()))
+        other.start()
+        other.join()
+        assert seen == [None]
+        assert _workers.shared() is mine and mine is not None
+        assert mine.submit(sum, [1, 2]).result(timeout=60) == 3  # still running
+    finally:
+        _workers.stop()
+    assert _workers.shared() is None
