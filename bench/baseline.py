@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from citeline.analyzer.judges import RulesJudge
 from citeline.analyzer.judges._text import lexical_similarity, number_agreement
 
 _STATE: dict[str, Any] = {}
+_REQUEST = b'{"key":"citeline.stage","value":{"stringValue":"request"}}'
 
 
 def _attrs(span: dict[str, Any]) -> dict[str, Any]:
@@ -64,21 +65,38 @@ def _entailed(claim: str, evidence: tuple[str, ...], facts: tuple[str, ...]) -> 
     return bool(_STATE["judge"].judge(claim, list(evidence), list(facts)).label == "entailed")
 
 
+_NEEDED = ("request", "retrieval", "context", "generation")  # what the loop classifies by
+
+
+def _traces(path: str, limit: int) -> Iterator[dict[str, dict[str, Any]]]:
+    """The first ``limit`` traces of a file, each as {stage: attributes}, as soon as the stages the loop
+    needs are read: a Collector writes many traces a line and a trace across lines (its resolution and
+    render spans, written late, are not needed here). A line is parsed only while traces are wanted."""
+    pending: dict[str, dict[str, dict[str, Any]]] = {}
+    given: set[str] = set()
+    for line in Path(path).read_bytes().split(b"\n"):
+        if not line or len(given) >= limit:
+            continue
+        for rs in orjson.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    tid = sp["traceId"]
+                    if tid in given:
+                        continue
+                    a = _attrs(sp)
+                    stages = pending.setdefault(tid, {})
+                    stages[a.get("citeline.stage")] = a
+                    if all(k in stages for k in _NEEDED) and len(given) < limit:
+                        given.add(tid)
+                        yield pending.pop(tid)
+
+
 def _one_file(path: str, limit: int) -> tuple[int, int, int]:
     """(traces, claims, not ok) of one file's first ``limit`` traces."""
     texts, cases = _STATE["texts"], _STATE["cases"]
     split, sim, num, entailed = _STATE["split"], _STATE["sim"], _STATE["num"], _STATE["entailed"]
     n = claims = bad = 0
-    for line in Path(path).read_bytes().split(b"\n"):
-        if not line or n >= limit:
-            continue
-        doc = orjson.loads(line)
-        stages = {}
-        for rs in doc["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                for sp in ss["spans"]:
-                    a = _attrs(sp)
-                    stages[a.get("citeline.stage")] = a
+    for stages in _traces(path, limit):
         n += 1
         case = cases[stages["request"]["citeline.request.case_id"]]
         retrieved = set(stages["retrieval"]["citeline.chunks.chunk_id"])
@@ -128,7 +146,7 @@ def run(files: Sequence[Path], gold: str, limit: int, *, strong: bool) -> dict[s
         if left <= 0:
             break
         per_file.append((str(f), left))
-        left -= sum(1 for _ in open(f, "rb"))  # noqa: SIM115 - a count, closed at once by CPython
+        left -= f.read_bytes().count(_REQUEST)  # traces in the file (a line may hold many)
     t = time.perf_counter()
     if strong:
         with ProcessPoolExecutor(2, initializer=_setup, initargs=(gold, True)) as pool:
