@@ -4,6 +4,7 @@
 --   "60 days" still meets the "30 days" claim it gets wrong); num_agree is the share of
 --   the gold claim's written numbers the generated claim writes too. Both are 0 when a
 --   side has nothing to compare. Same figures as judges._text.overlap / shared_numbers.
+--   gold_has_numbers: whether the gold claim writes any number at all.
 -- Grain: one row per (case, distinct factual generated claim text, gold claim of that case).
 -- Parameters: none. Reads: t_gen_claims, t_traces, t_gold_claims, and the texts' sets from
 --   t_text_sets (split claims, made by the splitting workers) and t_more_sets (the rest):
@@ -32,5 +33,6 @@ scored AS (
 SELECT case_id, text, claim_id,
        CASE WHEN len(a_stems) = 0 OR len(b_stems) = 0 THEN 0.0
             ELSE shared_words / (len(a_stems) + len(b_stems) - shared_words) END::DOUBLE AS sim,
-       CASE WHEN len(b_numbers) = 0 THEN 0.0 ELSE shared_numbers / len(b_numbers) END::DOUBLE AS num_agree
+       CASE WHEN len(b_numbers) = 0 THEN 0.0 ELSE shared_numbers / len(b_numbers) END::DOUBLE AS num_agree,
+       len(b_numbers) > 0 AS gold_has_numbers
 FROM scored

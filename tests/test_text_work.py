@@ -53,9 +53,9 @@ def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]
         "FROM (SELECT unnest($g) AS text, generate_subscripts($g, 1) AS i)",
         {"g": gold},
     )
-    got = {(t, c): (s, n) for _case, t, c, s, n in con.execute(sql("similarity")).fetchall()}
+    got = {(t, c): (s, n, has) for _case, t, c, s, n, has in con.execute(sql("similarity")).fetchall()}
     want = {
-        (g, f"g{i + 1}"): (overlap(stems(g), stems(x)), shared_numbers(numbers(g), numbers(x)))
+        (g, f"g{i + 1}"): (overlap(stems(g), stems(x)), shared_numbers(numbers(g), numbers(x)), bool(numbers(x)))
         for g in gen
         for i, x in enumerate(gold)
     }
