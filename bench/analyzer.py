@@ -63,8 +63,9 @@ for a, b in zip(steps, steps[1:]):  # slices of a large run add up under one nam
     name = a[0].split(' (')[0]
     phases[name] = phases.get(name, 0.0) + b[1] - a[1]
 counts = r.summary  # not r.claims: that would load every claim row into memory
+import resource  # the run's worker processes are children of this one: the largest one's peak RSS
 OUT = {{'seconds': end - t, 'claims': sum(counts.values()), 'not_ok': sum(counts.values()) - counts['ok'],
-        'phases': phases}}
+        'phases': phases, 'worker_peak_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}}
 """
 
 SECOND = """
@@ -188,6 +189,10 @@ def main() -> None:
     print(
         f"classification: {cls['seconds']:7.1f} s  {cps:9,.0f} claims/s  peak {cls['peak_mib']:,.0f} MiB "
         f"({cls['claims']:,} claims, {cls['not_ok']:,} not ok; target >= 1,000,000 claims/s)"
+    )
+    print(
+        f"  workers: largest peak {cls['worker_peak_mib']:,.0f} MiB each, {os.cpu_count()} of them; "
+        f"all processes at most {cls['peak_mib'] + (os.cpu_count() or 1) * cls['worker_peak_mib']:,.0f} MiB"
     )
     print("  of which " + ", ".join(f"{name} {sec:.1f} s" for name, sec in cls["phases"].items()))
     print(
