@@ -222,20 +222,10 @@ def _split_everywhere(answers: list[str], structured: frozenset[str], phrases: S
     workers = _workers.cores()
     if len(answers) < PARALLEL_ANSWERS or workers < 2:
         return split_answers(answers, structured, phrases)
-    pool = _workers.shared()
-    own = None
-    if pool is None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        pool = own = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        size = -(-len(answers) // (workers * 4))
-        parts = [answers[i : i + size] for i in range(0, len(answers), size)]
+    size = -(-len(answers) // (workers * 4))
+    parts = [answers[i : i + size] for i in range(0, len(answers), size)]
+    with _workers.pool(workers) as pool:
         done = list(pool.map(split_answers, parts, [structured] * len(parts), [tuple(phrases)] * len(parts)))
-    finally:
-        if own is not None:
-            own.shutdown()
     return {k: [x for d in done for x in d[k]] for k in done[0]}
 
 

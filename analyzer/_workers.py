@@ -4,7 +4,7 @@ A spawned worker costs about a second before it does anything (a fresh interpret
 DuckDB, Polars and the analyzer). Two pools per run paid that twice, after the SQL that came
 before them had finished. ``analyze`` now calls :func:`start` as soon as it knows the run is
 large, so the workers import while DuckDB joins traces to cases, and :func:`stop` when the run
-ends; the splitter and the rules judge both ask :func:`shared` for it.
+ends; the splitter and the rules judge both take it from :func:`pool`.
 
 Spawn, not fork: forking a host process copies its threads' locks mid-flight.
 """
@@ -14,7 +14,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import contextmanager
 
 
 class _Run(threading.local):
@@ -40,6 +42,19 @@ def start() -> Executor | None:
 def shared() -> Executor | None:
     """The running pool, or None when no run started one (a small run, or a judge used on its own)."""
     return _RUN.pool
+
+
+@contextmanager
+def pool(workers: int) -> Iterator[Executor]:
+    """The run's pool when one is up; otherwise ``workers`` processes of its own, shut down on leaving."""
+    if _RUN.pool is not None:
+        yield _RUN.pool
+        return
+    own = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield own
+    finally:
+        own.shutdown()
 
 
 def stop() -> None:

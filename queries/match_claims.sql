@@ -15,7 +15,7 @@
 -- Parameters: $min_sim (DOUBLE), $min_shared_sim (DOUBLE, when a citation is shared).
 -- Reads: t_gen_claims, t_traces, t_gold_claims,
 --   t_sim (case_id, text, claim_id, sim, num_agree, gold_has_numbers: similarity.sql).
-WITH others AS (  -- per gold claim: the evidence of the case's other gold claims, not its own
+WITH gold AS (  -- each gold claim with the evidence of its case's other gold claims (not its own)
     SELECT case_id, claim_id, evidence_ids,
            list_filter(list_distinct(flatten(list(evidence_ids) OVER (PARTITION BY case_id))),
                        lambda x: NOT list_contains(evidence_ids, x)) AS other_ids
@@ -24,11 +24,10 @@ WITH others AS (  -- per gold claim: the evidence of the case's other gold claim
 candidates AS (
     SELECT g.trace_id, t.case_id, gc.claim_id, g.claim_idx, s.sim, s.num_agree,
            any_in(g.cited, gc.evidence_ids) AS shares,
-           any_in(g.cited, o.other_ids) AND s.gold_has_numbers AND s.num_agree < 1 AS about_other
+           any_in(g.cited, gc.other_ids) AND s.gold_has_numbers AND s.num_agree < 1 AS about_other
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
-    JOIN t_gold_claims AS gc ON gc.case_id = t.case_id
-    JOIN others AS o ON o.case_id = gc.case_id AND o.claim_id = gc.claim_id
+    JOIN gold AS gc ON gc.case_id = t.case_id
     JOIN t_sim AS s ON s.case_id = t.case_id AND s.text = g.text AND s.claim_id = gc.claim_id
     WHERE g.factual
 )

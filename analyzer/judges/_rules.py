@@ -19,10 +19,8 @@ with the labelled example that motivates it; in short, in order:
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import re
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
@@ -373,11 +371,10 @@ class RulesJudge(BaseJudge):
         """Large batches are judged on every core: items citing the same evidence go to the same process,
         and each process is sent each evidence text once (not once per item citing it)."""
         items = [JudgeItem(*it) for it in items]
-        workers = self.workers if self.workers > 1 else 1
-        if workers <= 1 or len(items) < PARALLEL_MIN:
+        if self.workers <= 1 or len(items) < PARALLEL_MIN:
             return [self.judge(*it) for it in items]
         order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
-        size = -(-len(order) // (workers * 4))
+        size = -(-len(order) // (self.workers * 4))
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
         jobs = []
         for chunk in chunks:
@@ -387,18 +384,11 @@ class RulesJudge(BaseJudge):
                 for it in (items[i] for i in chunk)
             ]
             jobs.append((self._raw(), list(texts), packed))
-        pool = _workers.shared()
-        own = None
-        if pool is None:
-            pool = own = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
         out: list[Judgment | None] = [None] * len(items)
-        try:
+        with _workers.pool(self.workers) as pool:
             for chunk, answers in zip(chunks, pool.map(_judge_chunk, jobs), strict=True):
                 for i, (label, rationale) in zip(chunk, answers, strict=True):
                     out[i] = Judgment(label, rationale)
-        finally:
-            if own is not None:
-                own.shutdown()
         return [a for a in out if a is not None]
 
     def judge(
