@@ -333,6 +333,7 @@ def analyze(
             joined_by_content += _identity_by_content(con, unjoined)
             _span_chunks(con, run_id, oi_stats)
             _content_drift(con)
+            con.execute(sql("restricted_by_content"))
             phase("splitting answers into claims" + of)
             _answer_tables(con, abstain_phrases)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))

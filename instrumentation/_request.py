@@ -30,18 +30,20 @@ from ._streams import wrap_async_generator, wrap_generator
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _principal(value: Any) -> tuple[str, list[str]]:
+def _principal(value: Any) -> tuple[str, list[str] | None]:
+    """The principal's id and groups. Groups are None when the app did not name them (no principal,
+    an id alone): unknown, which the analyzer never reads as a guest's empty list."""
     if value is None:
-        return "", []
+        return "", None
     if isinstance(value, str):
-        return value, []
+        return value, None
     if isinstance(value, Mapping):
-        pid, groups = value.get("id"), value.get("groups") or []
+        pid, groups = value.get("id"), value.get("groups")
     else:
-        pid, groups = getattr(value, "id", None), getattr(value, "groups", None) or []
+        pid, groups = getattr(value, "id", None), getattr(value, "groups", None)
     if isinstance(groups, str):
         groups = [groups]
-    return ("" if pid is None else str(pid)), [str(g) for g in groups]
+    return ("" if pid is None else str(pid)), (None if groups is None else [str(g) for g in groups])
 
 
 def _as_of(value: Any) -> str:
@@ -107,8 +109,9 @@ class RequestScope:
                 K.CL_SCHEMA: K.SCHEMA_VERSION,
                 K.CL_STAGE: "request",
                 K.CL_QUESTION: self.question or "",
-                K.CL_PRINCIPAL_GROUPS: groups,
             }
+            if groups is not None:
+                attrs[K.CL_PRINCIPAL_GROUPS] = groups
             service = _config.service_name()
             if service:
                 attrs[K.CL_SERVICE] = service

@@ -16,7 +16,8 @@
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
---   t_trace_drift (trace_id, chunk_id, served_hash, gold_hash: content_drift.sql).
+--   t_trace_drift (trace_id, chunk_id, served_hash, gold_hash: content_drift.sql),
+--   t_restricted_alias (trace_id, chunk_id, gold_chunk_id, acl: restricted_by_content.sql).
 WITH
 -- 1. every chunk each stage exposed, in chain order
 res_rows AS (
@@ -39,9 +40,10 @@ ren_rows AS (    -- rendered links, ids recovered from the uri where the corpus 
 restricted AS (   -- chunks with an ACL; a trace that touched none needs no unnesting
     SELECT coalesce(list(chunk_id), []) AS ids FROM t_gold_chunks WHERE acl IS NOT NULL
 ),
-touched AS (
+touched AS (      -- ... by id, or by serving a restricted text under another id (t_restricted_alias)
     SELECT t.* FROM t_traces AS t, restricted AS r
     WHERE list_has_any(t.retrieved, r.ids) OR list_has_any(t.context, r.ids)
+       OR t.trace_id IN (SELECT trace_id FROM t_restricted_alias)
 ),
 exposure AS (
     SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id
@@ -54,15 +56,23 @@ exposure AS (
     UNION ALL
     SELECT trace_id, 5, 'render', render_span, chunk_id FROM ren_rows
 ),
-violations AS (  -- 2. access: anything outside the principal's ACL, at the first stage it reached
+exposed_acl AS (  -- each exposed chunk with its ACL: its gold entry's, or that of the restricted text it holds
+    SELECT e.*, c.acl, c.chunk_id AS shown
+    FROM exposure AS e JOIN t_gold_chunks AS c ON c.chunk_id = e.chunk_id AND c.acl IS NOT NULL
+    UNION ALL
+    SELECT e.*, a.acl, a.chunk_id || ' (the text of ' || a.gold_chunk_id || ')'
+    FROM exposure AS e JOIN t_restricted_alias AS a ON a.trace_id = e.trace_id AND a.chunk_id = e.chunk_id
+),
+violations AS (  -- 2. access: anything outside the principal's ACL, at the first stage it reached.
+    -- A request that names no principal cannot be checked: principal_unknown (not_evaluable)
     SELECT e.trace_id,
            min_by(e.stage, e.stage_no) AS stage,
            min_by(e.span_id, e.stage_no) AS span_id,
-           list_sort(list_distinct(list(e.chunk_id))) AS chunks
-    FROM exposure AS e
+           list_sort(list_distinct(list(e.shown))) AS chunks,
+           bool_or(t.principal_groups IS NULL) AS principal_unknown
+    FROM exposed_acl AS e
     JOIN t_traces AS t USING (trace_id)
-    JOIN t_gold_chunks AS c ON c.chunk_id = e.chunk_id
-    WHERE c.acl IS NOT NULL AND NOT list_has_any(c.acl, t.principal_groups)
+    WHERE t.principal_groups IS NULL OR NOT list_has_any(e.acl, t.principal_groups)
     GROUP BY e.trace_id
 ),
 stale AS (       -- 3. freshness: cited chunks not in force at as_of
@@ -137,7 +147,7 @@ rows AS (
 ),
 judged AS (
     SELECT r.*, t.expect, t.retrieved, t.context, t.as_of, t.started_at,
-           t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
+           t.request_span, t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
            t.unreadable_stage, t.unreadable_span, t.unreadable_error,
            coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
            g.text AS gen_text, coalesce(g.cited, []) AS cited, coalesce(g.invalid, []) AS invalid,
@@ -165,7 +175,8 @@ judged AS (
 -- 5. the flags, one column per bucket, in chain order
 flagged AS (
     SELECT j.*,
-           v.trace_id IS NOT NULL AS f_access,
+           v.trace_id IS NOT NULL AND NOT v.principal_unknown AS f_access,
+           coalesce(v.principal_unknown, false) AS f_who,
            dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids)) AS f_drift,
            dr.what AS drift_what,
            -- a judgment this claim needs, and did not get in a known label
@@ -210,7 +221,9 @@ flagged AS (
 evaluable AS (
     SELECT f.*,
            -- (an unreadable context or generation leaves what the retrieval showed standing)
-           coalesce(f.unreadable_stage = 'retrieval'
+           -- (restricted chunks reached a request that names no principal: access cannot be decided)
+           f.f_who
+           OR coalesce(f.unreadable_stage = 'retrieval'
                     OR (f.unreadable_stage = 'context' AND NOT f_miss)
                     OR (f.unreadable_stage = 'generation' AND NOT (f_miss OR f_drop)), false)
            -- a missing judgment matters only when no earlier link, judged without it, already broke
@@ -253,7 +266,8 @@ SELECT
     bucket,
     CASE bucket
         WHEN 'access_violation' THEN access_stage
-        WHEN 'not_evaluable' THEN CASE WHEN no_judgment THEN 'generation' ELSE unreadable_stage END
+        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN 'request' WHEN no_judgment THEN 'generation'
+                                       ELSE unreadable_stage END
         WHEN 'freshness' THEN 'retrieval'
         WHEN 'retrieval_miss' THEN 'retrieval'
         WHEN 'context_drop' THEN 'context'
@@ -263,7 +277,8 @@ SELECT
     END AS stage,
     CASE bucket
         WHEN 'access_violation' THEN access_span
-        WHEN 'not_evaluable' THEN CASE WHEN no_judgment THEN generation_span ELSE unreadable_span END
+        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN request_span WHEN no_judgment THEN generation_span
+                                       ELSE unreadable_span END
         WHEN 'freshness' THEN retrieval_span
         WHEN 'retrieval_miss' THEN retrieval_span
         WHEN 'context_drop' THEN context_span
@@ -275,6 +290,9 @@ SELECT
     CASE bucket
         WHEN 'access_violation' THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
         WHEN 'not_evaluable' THEN CASE
+             WHEN f_who THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
+                  || ', and the request names no principal, so access cannot be checked: record '
+                  || 'request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)'
              WHEN no_judgment AND support_label IS NULL THEN 'judge ' || $judge || ' gave no verdict for this claim'
              WHEN no_judgment AND support_label = 'not_applicable' THEN 'judge ' || $judge || ' could not decide: '
                   || coalesce(rationale, 'no reason given')

@@ -144,7 +144,10 @@ SELECT
     -- the first stage in chain order that has only unreadable spans: its claims are not_evaluable
     u.err.stage AS unreadable_stage, u.err.span AS unreadable_span, u.err.error AS unreadable_error,
     g.expect,
-    coalesce(c.principal_groups, g.principal_groups, []) AS principal_groups,
+    -- who asked, as the trace says: [] is a principal with no groups, NULL one the trace does not
+    -- name (access is then not evaluable). Never the gold case's groups: a case describes the
+    -- request it expects, not the one that was made
+    c.principal_groups,
     coalesce(TRY_CAST(c.as_of AS DATE), g.as_of) AS as_of,
     make_timestamp(c.started_ns // 1000) AS started_at,
     c.request_span,

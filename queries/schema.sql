@@ -12,12 +12,22 @@ CREATE TABLE IF NOT EXISTS bucket_order (bucket VARCHAR PRIMARY KEY, position IN
 -- query also runs in the duckdb CLI. `v` is an attribute value kept as JSON text.
 CREATE OR REPLACE MACRO otlp_value(keys, vals, name) AS vals[list_position(keys, name)];
 CREATE OR REPLACE MACRO otlp_string(v) AS v ->> '$.stringValue';
+-- A string array as every OTLP/JSON writer encodes it: citeline's exporter writes an empty array
+-- as {"arrayValue":{"values":[]}}, the Collector's protobuf JSON as {"arrayValue":{}} (empty fields
+-- omitted) and an empty string element as {}. All of them are an empty array or '', never NULL:
+-- NULL means the attribute is absent (unknown), which is not the same as empty (a guest's groups).
+CREATE OR REPLACE MACRO otlp_array(v) AS
+    json_transform(v, '{"arrayValue":{"values":[{"stringValue":"VARCHAR"}]}}').arrayValue;
+-- (the lists read first: the empty-array test runs only on the rows where that gave NULL)
 CREATE OR REPLACE MACRO otlp_strings(v) AS
-    list_transform(json_transform(v, '{"arrayValue":{"values":[{"stringValue":"VARCHAR"}]}}').arrayValue.values,
-                   lambda x: x.stringValue);
+    coalesce(list_transform(otlp_array(v).values, lambda x: coalesce(x.stringValue, '')),
+             CASE WHEN otlp_array(v) IS NOT NULL THEN []::VARCHAR[] END);
+CREATE OR REPLACE MACRO otlp_int_array(v) AS
+    json_transform(v, '{"arrayValue":{"values":[{"intValue":"VARCHAR"}]}}').arrayValue;
 CREATE OR REPLACE MACRO otlp_ints(v) AS
-    list_transform(json_transform(v, '{"arrayValue":{"values":[{"intValue":"VARCHAR"}]}}').arrayValue.values,
-                   lambda x: TRY_CAST(x.intValue AS BIGINT));
+    coalesce(list_transform(otlp_int_array(v).values,
+                            lambda x: CASE WHEN x.intValue IS NULL THEN 0 ELSE TRY_CAST(x.intValue AS BIGINT) END),
+             CASE WHEN otlp_int_array(v) IS NOT NULL THEN []::BIGINT[] END);
 
 -- Set tests over small lists (a support bundle in what a stage saw, a citation among the
 -- evidence). Written with list_contains: 5-8x faster than list_has_all / list_has_any,

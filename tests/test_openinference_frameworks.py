@@ -36,10 +36,22 @@ pytestmark = [
 
 # the span each stage is blamed at, by framework: the instrumentor's span names
 SPAN = {
-    "llama_index": {"retrieval": "VectorIndexRetriever.retrieve", "generation": "ScriptedLLM.predict"},
-    "llama_index_plain": {"retrieval": "VectorIndexRetriever.retrieve", "generation": "ScriptedLLM.predict"},
-    "langchain": {"retrieval": "KeywordRetriever", "generation": "ScriptedChat"},
-    "haystack": {"retrieval": "InMemoryBM25Retriever.run", "generation": "ScriptedGenerator.run"},
+    "llama_index": {
+        "request": "CitationQueryEngine.query",
+        "retrieval": "VectorIndexRetriever.retrieve",
+        "generation": "ScriptedLLM.predict",
+    },
+    "llama_index_plain": {
+        "request": "RetrieverQueryEngine.query",
+        "retrieval": "VectorIndexRetriever.retrieve",
+        "generation": "ScriptedLLM.predict",
+    },
+    "langchain": {"request": "RunnableSequence", "retrieval": "KeywordRetriever", "generation": "ScriptedChat"},
+    "haystack": {
+        "request": "Pipeline.run",
+        "retrieval": "InMemoryBM25Retriever.run",
+        "generation": "ScriptedGenerator.run",
+    },
 }
 # without a context-assembly span, what reached the model is read off the LLM call's prompt:
 # a context drop is blamed at the LLM span that was given the prompt
@@ -78,6 +90,36 @@ def test_each_injected_failure_lands_in_its_bucket_stage_and_span(
         assert "resolution and render were not traced" in row["reason"]
     else:
         assert names[row["span_id"]] == SPAN[framework][sc.stage]
+    if scenario == "access_violation":  # nobody recorded who asked: never the gold case's principal
+        assert row["reason"].startswith(
+            "restricted staff-handbook#discount-1 reached retrieval, and the request names no principal"
+        )
+
+
+@pytest.mark.parametrize("framework", sorted(APPS))
+def test_access_with_the_principal_recorded(tmp_path: Path, framework: str) -> None:
+    # the one decorator access needs: request() around the framework's call names who asked
+    from citeline.instrumentation import request
+
+    sc = SCENARIOS["access_violation"]
+    provider = TracerProvider()
+    handle = configure("zero-code-app", trace_dir=tmp_path / "traces", tracer_provider=provider)
+    with request(question=sc.question, principal={"id": "bob", "groups": ["public"]}):
+        APPS[framework](sc, provider)
+    handle.shutdown()
+    result = analyze(tmp_path / "store.duckdb", gold=gold_path(), traces=[tmp_path / "traces"])
+    [row] = [r for r in result.claims.to_dicts() if r["gold_claim_id"] is not None]
+    con = duckdb.connect(str(tmp_path / "store.duckdb"), read_only=True)
+    try:
+        names = dict(con.execute("SELECT span_id, name FROM spans").fetchall())
+    finally:
+        con.close()
+    assert (row["bucket"], row["stage"], names[row["span_id"]]) == (
+        "access_violation",
+        "retrieval",
+        SPAN[framework]["retrieval"],
+    ), row["reason"]
+    assert row["reason"] == "restricted staff-handbook#discount-1 reached retrieval"
 
 
 @pytest.mark.parametrize("scenario", ["ok", "attribution", "grounding", "context_drop"])
