@@ -15,6 +15,15 @@ from ._store import BUCKETS, DEFAULT_DB
 DOCS = "see README.md and docs/ for more"
 
 
+def _err(*parts: Any, end: str = "\n") -> None:
+    """A line for people on standard error: paths, ids and messages in it come from someone
+    else's files, so escape sequences and control characters are removed (docs/security.md)."""
+    from ._escape import term
+
+    sys.stderr.write(term(" ".join(str(p) for p in parts)) + end)
+    sys.stderr.flush()
+
+
 def _print_result(result: Any, fmt: str) -> None:
     if fmt == "json":
         print(json.dumps(result.to_json(), indent=2, default=str))
@@ -25,14 +34,16 @@ def _print_result(result: Any, fmt: str) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     summary = result.summary
-    table = Table(title=f"citeline run {result.run_id}: claims per bucket")
+    from ._escape import term
+
+    table = Table(title=term(f"citeline run {result.run_id}: claims per bucket"))
     table.add_column("bucket")
     table.add_column("claims", justify="right")
     for bucket in BUCKETS:
         table.add_row(bucket, str(summary[bucket]))
     console.print(table)
     for line in result.coverage_lines():
-        console.print(line, markup=False, highlight=False)
+        console.print(term(line), markup=False, highlight=False)
     failing = result.failing(40)
     if failing.height:
         detail = Table(title="failing claims (first 40)")
@@ -47,12 +58,12 @@ def _print_result(result: Any, fmt: str) -> None:
                 row["span_id"] or "",
                 row["reason"] or "",
             )
-            detail.add_row(*(Text(c) for c in cells))  # reasons hold [brackets]: never markup
+            detail.add_row(*(Text(term(c)) for c in cells))  # reasons hold [brackets]: never markup
         console.print(detail)
     if result.skipped:
         console.print(f"[yellow]{result.skipped} input item(s) skipped:[/yellow]")
         for p in result.problems()[:20]:
-            console.print(f"  {p}", markup=False, highlight=False)
+            console.print("  " + term(p), markup=False, highlight=False)
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -61,9 +72,10 @@ def _progress(args: argparse.Namespace) -> Any:
 
     def show(done: int, total: int) -> None:
         pct = 100 * done / total if total else 100
-        print(f"\ringesting {done / 1e6:,.1f} / {total / 1e6:,.1f} MB ({pct:.0f}%)", end="", file=sys.stderr)
+        sys.stderr.write(f"\ringesting {done / 1e6:,.1f} / {total / 1e6:,.1f} MB ({pct:.0f}%)")
         if done >= total:
-            print(file=sys.stderr)
+            sys.stderr.write("\n")
+        sys.stderr.flush()
 
     return show
 
@@ -72,7 +84,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from ._analyze import InputError, analyze
 
     if not Path(args.gold).exists():
-        print(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})", file=sys.stderr)
+        _err(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})")
         return 2
     show = _progress(args)
     judge = _load_judge(args)
@@ -86,20 +98,19 @@ def _analyze(args: argparse.Namespace) -> int:
             judge=judge,
             labels=args.labels,
             progress=show,
-            on_phase=(lambda name: print(f"{name}...", file=sys.stderr)) if show else None,
+            on_phase=(lambda name: _err(f"{name}...")) if show else None,
         )
     except InputError as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
+        _err(f"citeline: {exc}")
         return 2
     result.phoenix_url = _phoenix_url(args)
     _print_result(result, args.format)
     for p in result.problems():
-        print(f"citeline: skipped: {p}", file=sys.stderr)
+        _err(f"citeline: skipped: {p}")
     if result.warnings:  # draft gold cases: used, and said once per run
-        print(
+        _err(
             f"citeline: warning: {len(result.warnings)} gold case(s) are drafts (status: draft), e.g. "
             f"{result.warnings[0]}; `citeline validate` lists them",
-            file=sys.stderr,
         )
     if sum(result.summary.values()) == 0:  # never a green run on nothing
         cov = result.coverage
@@ -108,23 +119,23 @@ def _analyze(args: argparse.Namespace) -> int:
             reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
         why = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) or "no traces"
         where = "under " + ", ".join(args.traces) if args.traces else "in the store"
-        print(
+        _err(
             f"citeline: none of the {cov['traces']} trace(s) {where} joined a gold case ({why}); "
             "nothing was classified: check the case ids and questions against the gold set",
-            file=sys.stderr,
         )
         return 1
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from ._escape import term
     from ._gold import load_gold
 
     gold = load_gold(args.gold_file)
     for e in gold.errors:
-        print(e)
+        print(term(e))
     for w in gold.warnings:
-        print(f"warning: {w}")
+        print(term(f"warning: {w}"))
     drafts = f", {len(gold.warnings)} warning(s)" if gold.warnings else ""
     print(f"{len(gold.corpus)} chunks, {len(gold.cases)} cases, {len(gold.errors)} problem(s){drafts}")
     return 1 if gold.errors else 0
@@ -142,13 +153,13 @@ def _load_judge(args: argparse.Namespace) -> Any:
     for opt in args.judge_option or []:
         key, sep, value = opt.partition("=")
         if not sep or not key.strip():
-            print(f"citeline: --judge-option {opt!r}: write KEY=VALUE, e.g. model=gpt-4o-mini", file=sys.stderr)
+            _err(f"citeline: --judge-option {opt!r}: write KEY=VALUE, e.g. model=gpt-4o-mini")
             return None
         options[key.strip()] = value
     try:
         return load(args.judge, **options)
     except (JudgeNotFound, ValueError, TypeError, ImportError) as exc:
-        print(f"citeline: --judge {args.judge}: {exc}", file=sys.stderr)
+        _err(f"citeline: --judge {args.judge}: {exc}")
         return None
 
 
@@ -160,13 +171,13 @@ def _calibrate(args: argparse.Namespace) -> int:
         return 0 if args.judge == "list" else 2
     if args.against_gold:
         if not Path(args.db).is_file():
-            print(f"citeline: --against-gold reads a store: {args.db} does not exist", file=sys.stderr)
+            _err(f"citeline: --against-gold reads a store: {args.db} does not exist")
             return 2
         found, left_out, problems, run = gold_examples(args.db, args.run)
         source = f"{args.db} run {run} (human labels)"
     else:
         if not args.labels_file or not Path(args.labels_file).is_file():
-            print(f"citeline: labelled file {args.labels_file!r} not found; give a CSV or JSONL file", file=sys.stderr)
+            _err(f"citeline: labelled file {args.labels_file!r} not found; give a CSV or JSONL file")
             return 2
         corpus = None
         if args.gold:
@@ -178,11 +189,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     result = agreement(judge, found, source)
     result.left_out, result.problems = left_out, problems
     for p in problems:
-        print(f"citeline: skipped: {p}", file=sys.stderr)
+        _err(f"citeline: skipped: {p}")
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        print(_agreement_table(result))
+        from ._escape import term
+
+        print("\n".join(term(line) for line in _agreement_table(result).splitlines()))
     return 0 if result.n else 1
 
 
@@ -219,16 +232,16 @@ def _pull(args: argparse.Namespace) -> int:
         folder = Path(args.db).resolve().parent / "citeline-pulled"
         report = pull(con, args.phoenix, args.project, since=args.since, folder=folder)
     except PhoenixError as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
+        _err(f"citeline: {exc}")
         return 1
     finally:
         con.close()
-    print(
+    _err(
         f"pulled {report.spans} span(s) in {report.traces} trace(s) from project {args.project!r}; "
         f"{report.ingest.spans_added} new in {args.db}" + (f" (copy: {report.file})" if report.file else "")
     )
     for p in report.ingest.problems:
-        print(f"citeline: skipped: {p}", file=sys.stderr)
+        _err(f"citeline: skipped: {p}")
     return 0
 
 
@@ -251,7 +264,7 @@ def _gold(args: argparse.Namespace) -> int:
         else:
             for t in args.traces:
                 if not Path(t).exists():
-                    print(f"citeline: --traces {t}: no such file or folder", file=sys.stderr)
+                    _err(f"citeline: --traces {t}: no such file or folder")
                     return 2
             drafted = draft_from_traces(args.traces, corpus=args.corpus)
             header = (
@@ -259,7 +272,7 @@ def _gold(args: argparse.Namespace) -> int:
                 "Every case is status: draft: check its claims and support chunks, then delete that line."
             )
     except (PhoenixError, ValueError) as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
+        _err(f"citeline: {exc}")
         return 2
     text = dump(drafted, header)
     if args.out:
@@ -267,9 +280,9 @@ def _gold(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     for p in drafted.problems:
-        print(f"citeline: {p}", file=sys.stderr)
+        _err(f"citeline: {p}")
     where = args.out or "standard output"
-    print(f"{len(drafted.cases)} case(s), {len(drafted.corpus)} chunk(s) written to {where}", file=sys.stderr)
+    _err(f"{len(drafted.cases)} case(s), {len(drafted.corpus)} chunk(s) written to {where}")
     return 0 if drafted.cases else 1
 
 
@@ -279,9 +292,8 @@ def _annotate(args: argparse.Namespace) -> int:
     from ._store import connect
 
     if not Path(args.db).exists():
-        print(
+        _err(
             f"citeline: no store at {args.db}; run `citeline analyze --db {args.db} ...` first",
-            file=sys.stderr,
         )
         return 2
     con = connect(args.db)
@@ -289,21 +301,25 @@ def _annotate(args: argparse.Namespace) -> int:
         run_id, _ = resolve_run(con, args.run)
         report = annotate(con, args.phoenix.rstrip("/"), run_id, documents_as_llm=args.documents_as_llm)
     except (PhoenixError, ReportError) as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
+        _err(f"citeline: {exc}")
         return 1
     finally:
         con.close()
     print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
     print(f"run {run_id}: {report.trace_annotations} trace summary annotation(s) named 'citeline.trace' written")
-    print(
+    _err(
         f"run {run_id}: {report.document_annotations} retrieved document(s) marked support or not "
         "('citeline.gold_relevance')"
     )
+    if report.invalid_spans:
+        _err(
+            f"citeline: {len(report.invalid_spans)} span id(s) in the store are not OTLP span ids (16 hex digits) "
+            "and were not annotated: " + ", ".join(repr(s) for s in report.invalid_spans[:10])
+        )
     if report.missing_spans:
-        print(
+        _err(
             f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "
             + ", ".join(report.missing_spans[:10]),
-            file=sys.stderr,
         )
     return 0
 
@@ -335,9 +351,8 @@ def _report(args: argparse.Namespace) -> int:
     from ._report_html import render_html
 
     if not Path(args.db).exists():
-        print(
+        _err(
             f"citeline: no store at {args.db}; run `citeline analyze --db {args.db} ...` first",
-            file=sys.stderr,
         )
         return 2
     try:
@@ -348,7 +363,7 @@ def _report(args: argparse.Namespace) -> int:
         finally:
             con.close()
     except ReportError as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
+        _err(f"citeline: {exc}")
         return 2
     report.gates = check_gates(report, gates, allow_empty=args.allow_empty)
     if args.format == "table" and not args.out:
@@ -362,11 +377,11 @@ def _report(args: argparse.Namespace) -> int:
         }[args.format](report)
         if args.out:
             Path(args.out).write_text(text, encoding="utf-8")
-            print(f"report written to {args.out}", file=sys.stderr)
+            _err(f"report written to {args.out}")
         else:
             print(text, end="")
     for line in report.gates:
-        print(f"citeline: {line}", file=sys.stderr)
+        _err(f"citeline: {line}")
     return 1 if report.gates else 0
 
 
@@ -382,14 +397,14 @@ def _demo(args: argparse.Namespace) -> int:
     try:
         run_scenarios(fixed=set(args.fix or []))
     except KeyError as exc:
-        print(f"citeline: {exc.args[0]}", file=sys.stderr)
+        _err(f"citeline: {exc.args[0]}")
         return 2
     finally:
         handle.shutdown()
-    print(f"example app: traces written to {trace_dir}/", file=sys.stderr)
+    _err(f"example app: traces written to {trace_dir}/")
     result = analyze(args.db, gold=gold_path(), traces=[trace_dir], judge="rules", progress=None)
     _print_result(result, args.format)
-    print(f"store: {args.db} (run {result.run_id})", file=sys.stderr)
+    _err(f"store: {args.db} (run {result.run_id})")
     return 0
 
 
@@ -607,12 +622,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     problem = _check_paths(args)
     if problem:
-        print(f"citeline: {problem}", file=sys.stderr)
+        _err(f"citeline: {problem}")
         return 2
     try:
         return int(args.func(args))
     except StoreError as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
+        _err(f"citeline: {exc}")
         return 2
 
 

@@ -40,7 +40,9 @@ import duckdb
 import orjson
 
 from citeline.instrumentation._otlp_json import key_values
+from citeline.instrumentation._redact import redact_text, redact_url
 
+from ._escape import is_span_id
 from ._ingest import IngestReport, ingest
 
 NAME = "citeline"
@@ -92,26 +94,32 @@ class _Rest:
 
 
 def _explain(exc: Exception, url: str, project: str | None = None) -> PhoenixError:
+    """One clear message per failure; the URL's credentials and the API key never in it."""
     import httpx
 
+    key = os.environ.get("PHOENIX_API_KEY")
+    shown = redact_url(url)
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        return PhoenixError(f"cannot reach Phoenix at {url} ({exc}); is it running? check --phoenix")
+        why = redact_text(str(exc), [key])
+        return PhoenixError(f"cannot reach Phoenix at {shown} ({why}); is it running? check --phoenix")
     if isinstance(exc, httpx.TimeoutException):
-        return PhoenixError(f"Phoenix at {url} did not answer in time; try again or check the server")
+        return PhoenixError(f"Phoenix at {shown} did not answer in time; try again or check the server")
     if isinstance(exc, httpx.HTTPStatusError):
         code = exc.response.status_code
         if code in (401, 403):
             return PhoenixError(
-                f"Phoenix at {url} refused the request ({code}): it requires authentication; "
+                f"Phoenix at {shown} refused the request ({code}): it requires authentication; "
                 "set PHOENIX_API_KEY to a key with access"
             )
         if code == 404 and project is not None:
             return PhoenixError(
-                f"no project {project!r} in Phoenix at {url}; check --project "
+                f"no project {project!r} in Phoenix at {shown}; check --project "
                 "(the Phoenix UI lists projects on its home page)"
             )
-        return PhoenixError(f"Phoenix at {url} answered {code}: {exc.response.text[:200]}")
-    return PhoenixError(f"talking to Phoenix at {url} failed: {type(exc).__name__}: {exc}")
+        body = redact_text(exc.response.text[:200], [key])
+        return PhoenixError(f"Phoenix at {shown} answered {code}: {body}")
+    why = redact_text(f"{type(exc).__name__}: {exc}", [key])
+    return PhoenixError(f"talking to Phoenix at {shown} failed: {why}")
 
 
 # --- pull -------------------------------------------------------------------------------
@@ -202,7 +210,16 @@ def pull(
     overlap: dt.timedelta = dt.timedelta(hours=1),
 ) -> PullReport:
     """Fetch spans newer than the last pull minus ``overlap`` (or ``since``) and ingest them."""
-    key = f"pull:{url.rstrip('/')}:{project}"
+    # the watermark is kept per server and project, under the URL without its credentials (a store
+    # made before kept the URL as given: its row moves to the redacted key)
+    key = f"pull:{redact_url(url.rstrip('/'))}:{project}"
+    raw_key = f"pull:{url.rstrip('/')}:{project}"
+    if raw_key != key:
+        con.execute(
+            "UPDATE meta SET key = $k WHERE key = $raw AND NOT EXISTS (SELECT 1 FROM meta WHERE key = $k)",
+            {"k": key, "raw": raw_key},
+        )
+        con.execute("DELETE FROM meta WHERE key = $raw", {"raw": raw_key})
     rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
     start = _since(since)
     if rows:
@@ -266,6 +283,8 @@ class AnnotateReport:
     missing_spans: list[str] = field(default_factory=list)
     trace_annotations: int = 0
     document_annotations: int = 0
+    #: span ids that are not OTLP span ids (16 hex digits): never sent, named here
+    invalid_spans: list[str] = field(default_factory=list)
 
 
 def claim_identifier(trace_id: str, case_id: str | None, gold_claim_id: str | None, claim_text: str | None) -> str:
@@ -385,7 +404,7 @@ def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[di
 def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as_llm: bool = False) -> AnnotateReport:
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
     report = AnnotateReport(run_id)
-    rows = annotation_rows(con, run_id) + trace_annotation_rows(con, run_id)
+    rows = _targets(annotation_rows(con, run_id) + trace_annotation_rows(con, run_id), report)
     rest = _Rest(url)
     try:
         for batch in _batches(rows, BATCH):
@@ -400,7 +419,7 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
             report.annotations += sum(1 for item in taken if item["name"] == NAME)
             report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
             report.batches += 1
-        documents = document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE")
+        documents = _targets(document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE"), report)
         for batch in _batches(documents, BATCH):
             if _post(rest, url, batch, documents=True):
                 report.document_annotations += len(batch)
@@ -414,6 +433,17 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
     finally:
         rest.close()
     return report
+
+
+def _targets(items: list[dict[str, Any]], report: AnnotateReport) -> list[dict[str, Any]]:
+    """The items whose span id is one (a hostile trace file may name any string); the rest named."""
+    kept = []
+    for item in items:
+        if is_span_id(item["span_id"]):
+            kept.append(item)
+        elif item["span_id"] not in report.invalid_spans:
+            report.invalid_spans.append(item["span_id"])
+    return kept
 
 
 def _post(rest: _Rest, url: str, items: Sequence[dict[str, Any]], documents: bool = False) -> bool:

@@ -15,17 +15,25 @@ from typing import Any
 
 import duckdb
 
+from citeline.instrumentation._redact import public_url
+
+from ._escape import is_span_id, is_trace_id, md, term
 from ._store import BUCKETS, sql
 
 
 def span_url(phoenix_url: str | None, span_id: str | None) -> str | None:
-    """Phoenix resolves this to the span, in whichever project holds it."""
-    return f"{phoenix_url.rstrip('/')}/redirects/spans/{span_id}" if phoenix_url and span_id else None
+    """Phoenix resolves this to the span, in whichever project holds it. No link for an id that is
+    not a span id (16 hex digits: a hostile trace file names anything), none with credentials in it."""
+    if not phoenix_url or not is_span_id(span_id):
+        return None
+    return f"{public_url(phoenix_url).rstrip('/')}/redirects/spans/{span_id}"
 
 
 def trace_url(phoenix_url: str | None, trace_id: str | None) -> str | None:
-    """Phoenix resolves this to the trace, in whichever project holds it."""
-    return f"{phoenix_url.rstrip('/')}/redirects/traces/{trace_id}" if phoenix_url and trace_id else None
+    """Phoenix resolves this to the trace, in whichever project holds it (32 hex digits, else no link)."""
+    if not phoenix_url or not is_trace_id(trace_id):
+        return None
+    return f"{public_url(phoenix_url).rstrip('/')}/redirects/traces/{trace_id}"
 
 
 COLORS = {
@@ -262,17 +270,19 @@ def _pct(x: Any) -> str:
 
 
 def render_markdown(r: Report) -> str:
+    """Every field read from the store goes through ``md``: trace text, ids and reasons are someone
+    else's, and a Markdown reader renders HTML, links and images (docs/security.md)."""
     lines = [
-        f"## citeline run `{r.run_id}`",
+        f"## citeline run {md(r.run_id)}",
         "",
-        f"{r.total_claims} claims, started {r.started_at} UTC.",
+        f"{r.total_claims} claims, started {md(r.started_at)} UTC.",
         "",
-        r.coverage_line + ".",
+        md(r.coverage_line) + ".",
         "",
         "| bucket | claims | share |",
         "|---|---:|---:|",
     ]
-    lines += [f"| {b['bucket']} | {b['claims']} | {_pct(b['share'])} |" for b in r.buckets]
+    lines += [f"| {md(b['bucket'])} | {b['claims']} | {_pct(b['share'])} |" for b in r.buckets]
     lines += [
         "",
         "### Stage funnel (gold evidence)",
@@ -280,17 +290,18 @@ def render_markdown(r: Report) -> str:
         "| step | claims | of needed | of previous step |",
         "|---|---:|---:|---:|",
     ]
-    lines += [f"| {f['step']} | {f['claims']} | {_pct(f['rate'])} | {_pct(f['step_rate'])} |" for f in r.funnel]
+    lines += [f"| {md(f['step'])} | {f['claims']} | {_pct(f['rate'])} | {_pct(f['step_rate'])} |" for f in r.funnel]
     lines += ["", "### Citation metrics", "", "| metric | value | | definition |", "|---|---:|---:|---|"]
     lines += [
-        f"| {m['metric']} | {_pct(m['value'])} | {m['numerator']}/{m['denominator']} | {m['definition']} |"
+        f"| {md(m['metric'])} | {_pct(m['value'])} | {m['numerator']}/{m['denominator']} | {md(m['definition'])} |"
         for m in r.metrics
     ]
     lines += ["", "### Since the previous run", ""]
     if r.regressions:
         lines += ["| change | case | claim | bucket | before | now |", "|---|---|---|---|---:|---:|"]
         lines += [
-            f"| {x['change']} | {x['case_id']} | {_md(x['claim'])} | {x['bucket']} | {x['before']} | {x['now']} |"
+            f"| {md(x['change'])} | {md(x['case_id'] or '')} | {md(x['claim'] or '')} | {md(x['bucket'])} | "
+            f"{md(x['before'])} | {md(x['now'])} |"
             for x in r.regressions
         ]
     else:
@@ -299,20 +310,16 @@ def render_markdown(r: Report) -> str:
     if r.failing:
         lines += ["| case | claim | bucket | stage | reason | span |", "|---|---|---|---|---|---|"]
         for f in r.failing[:50]:
-            link = r.span_link(f["span_id"])
-            span = f"[{f['span_id']}]({link})" if link else (f["span_id"] or "")
+            link = r.span_link(f["span_id"])  # only for a well-formed span id, never with credentials
+            span = f"[{f['span_id']}]({link})" if link else md(f["span_id"] or "")
             lines.append(
-                f"| {f['case_id']} | {_md(f['gold_claim_id'] or f['claim_text'] or '')} | {f['bucket']} | "
-                f"{f['stage'] or ''} | {_md(f['reason'] or '')} | {span} |"
+                f"| {md(f['case_id'] or '')} | {md(f['gold_claim_id'] or f['claim_text'] or '')} | {md(f['bucket'])} | "
+                f"{md(f['stage'] or '')} | {md(f['reason'] or '')} | {span} |"
             )
     else:
         lines.append("None.")
-    lines += [f"- {g}" for g in r.gates]
+    lines += [f"- {md(g)}" for g in r.gates]
     return "\n".join(lines) + "\n"
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_table(r: Report) -> None:
@@ -323,30 +330,30 @@ def render_table(r: Report) -> None:
     from rich.text import Text
 
     console = Console(width=None if sys.stdout.isatty() else 140)
-    t = Table(title=f"citeline run {r.run_id} ({r.total_claims} claims)")
+    t = Table(title=term(f"citeline run {r.run_id} ({r.total_claims} claims)"))
     for col in ("bucket", "claims", "share"):
         t.add_column(col, justify="right" if col != "bucket" else "left")
     for b in r.buckets:
-        t.add_row(b["bucket"], str(b["claims"]), _pct(b["share"]))
+        t.add_row(Text(term(b["bucket"])), str(b["claims"]), _pct(b["share"]))
     console.print(t)
-    console.print(r.coverage_line, markup=False, highlight=False)
+    console.print(term(r.coverage_line), markup=False, highlight=False)
     f = Table(title="stage funnel (gold evidence)")
     for col in ("step", "claims", "of needed", "of previous"):
         f.add_column(col)
     for s in r.funnel:
-        f.add_row(s["step"], str(s["claims"]), _pct(s["rate"]), _pct(s["step_rate"]))
+        f.add_row(Text(term(s["step"])), str(s["claims"]), _pct(s["rate"]), _pct(s["step_rate"]))
     console.print(f)
     m = Table(title="citation metrics")
     for col in ("metric", "value", "n"):
         m.add_column(col)
     for x in r.metrics:
-        m.add_row(x["metric"], _pct(x["value"]), f"{x['numerator']}/{x['denominator']}")
+        m.add_row(Text(term(x["metric"])), _pct(x["value"]), f"{x['numerator']}/{x['denominator']}")
     console.print(m)
     g = Table(title="since the previous run")
     for col in ("change", "case", "claim", "bucket", "before", "now"):
         g.add_column(col)
     for x in r.regressions:
-        g.add_row(*(Text(str(v)) for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])))
+        g.add_row(*(Text(term(v)) for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])))
     console.print(g if r.regressions else Text("no change in failing claims since the previous run"))
 
 

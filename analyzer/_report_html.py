@@ -7,10 +7,10 @@ says what each part shows.
 from __future__ import annotations
 
 import datetime as dt
-import html
 import re
 from typing import Any
 
+from ._escape import html_text
 from ._report import COLORS, Report, _key, _pct
 from ._store import BUCKETS
 
@@ -20,19 +20,19 @@ def _bar_chart(rows: list[tuple[str, float, str]], *, chart_id: str, title: str,
     top = max((v for _, v, _ in rows), default=0) or 1
     h = len(rows) * (bar_h + gap) + 30
     parts = [
-        f'<svg id="{chart_id}" class="chart" role="img" aria-label="{html.escape(title)}" '
+        f'<svg id="{chart_id}" class="chart" role="img" aria-label="{html_text(title)}" '
         f'width="{width}" height="{h}" viewBox="0 0 {width} {h}" xmlns="http://www.w3.org/2000/svg">',
-        f'<text x="0" y="16" class="chart-title">{html.escape(title)}</text>',
+        f'<text x="0" y="16" class="chart-title">{html_text(title)}</text>',
     ]
     for i, (label, value, color) in enumerate(rows):
         y = 26 + i * (bar_h + gap)
         w = (width - label_w - 70) * value / top
-        parts.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>')
+        parts.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{html_text(label)}</text>')
         parts.append(
-            f'<rect class="bar" data-label="{html.escape(label)}" data-value="{value:g}" x="{label_w}" '
+            f'<rect class="bar" data-label="{html_text(label)}" data-value="{value:g}" x="{label_w}" '
             f'y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}"/>'
         )
-        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{html.escape(fmt(value))}</text>')
+        parts.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}">{html_text(fmt(value))}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -102,16 +102,14 @@ def _trend_chart(r: Report) -> str:
                 f'<rect class="trend-bar" data-bucket="{bucket}" data-value="{v}" x="{bx:.1f}" y="{y(v):.1f}" '
                 f'width="{bar_w:.1f}" height="{y(0) - y(v):.1f}" fill="{COLORS[bucket]}"/>'
             )
-        parts.append(
-            f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{html.escape(day)}</text>'
-        )
+        parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{html_text(day)}</text>')
     else:
 
         def x(i: int) -> float:
             return left + 10 + (plot_w - 20) * i / max(1, len(days) - 1)
 
         for i, d in enumerate(days):
-            parts.append(f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">{html.escape(d)}</text>')
+            parts.append(f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">{html_text(d)}</text>')
         for bucket in drawn:
             pts = [(x(i), y(series[bucket].get(d, 0))) for i, d in enumerate(days)]
             path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
@@ -126,7 +124,7 @@ def _trend_chart(r: Report) -> str:
 
 def render_html(r: Report) -> str:
     """One self-contained page: inline CSS and SVG, no scripts, no network."""
-    e = html.escape
+    e = html_text
     bucket_chart = _bar_chart(
         [(b["bucket"], float(b["claims"]), COLORS[b["bucket"]]) for b in r.buckets],
         chart_id="chart-buckets",
@@ -219,14 +217,14 @@ def _highlight(answer: str) -> str:
     """The answer, escaped, with its citation markers ([1], [[chunk-id]]) marked."""
     out, at = [], 0
     for m in _MARKER.finditer(answer):
-        out += [html.escape(answer[at : m.start()]), f"<mark class='marker'>{html.escape(m.group(0))}</mark>"]
+        out += [html_text(answer[at : m.start()]), f"<mark class='marker'>{html_text(m.group(0))}</mark>"]
         at = m.end()
-    out.append(html.escape(answer[at:]))
+    out.append(html_text(answer[at:]))
     return "".join(out)
 
 
 def _chunk_list(r: Report, ids: list[str]) -> str:
-    e = html.escape
+    e = html_text
     if not ids:
         return "<p class='none'>none</p>"
     return "".join(
@@ -237,7 +235,7 @@ def _chunk_list(r: Report, ids: list[str]) -> str:
 
 def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str) -> str:
     """One failing claim, explained: question, answer, the chain step by step, support against citations."""
-    e = html.escape
+    e = html_text
     d = r.details.get(_key(f), {})
     if d.get("evidence_needed"):
         states = [("pass" if d.get(f"evidence_{s}") else "fail") for s in _STEPS]
@@ -264,4 +262,4 @@ def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str)
 
 def _rationale(d: dict[str, Any]) -> str:
     why = d.get("support_rationale")
-    return f" <span class='why'>— {html.escape(why)}</span>" if why else ""
+    return f" <span class='why'>— {html_text(why)}</span>" if why else ""

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from . import _guard
 from . import _keys as K
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
+from ._redact import redact_url
 
 SCOPE_NAME = "citeline"
 SCOPE_VERSION = "0.1.0"
@@ -230,7 +231,8 @@ def configure(
 
         otlp = OTLPSpanExporter(endpoint=otlp_endpoint, headers=headers, timeout=export_timeout)
         batch = BatchSpanProcessor(otlp, max_queue_size=65536)
-        handle.processors.append(BoundedProcessor(batch, shutdown_timeout, f"OTLP exporter to {otlp_endpoint}"))
+        shown = redact_url(otlp_endpoint)  # the warning a stuck endpoint gives never carries its credentials
+        handle.processors.append(BoundedProcessor(batch, shutdown_timeout, f"OTLP exporter to {shown}"))
     if hasattr(provider, "add_span_processor"):
         for p in handle.processors:
             _add_processor(provider, p)

@@ -18,6 +18,7 @@ reason. No dependency beyond the standard library.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -28,7 +29,11 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from citeline.instrumentation._redact import redact_text, redact_url
+
 from ._api import LABELS, BaseJudge, JudgeItem, Judgment, failed
+
+log = logging.getLogger("citeline.judges.llm")
 
 PROMPT_VERSION = "1"
 _SYSTEM = (
@@ -46,6 +51,18 @@ _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 class JudgeRequestError(RuntimeError):
     pass
+
+
+#: what a failed request says in a claim's reason: the status and a fixed sentence, never the
+#: endpoint's body (a gateway may echo the request's headers, key included, into it)
+_STATUS = {
+    400: "the endpoint rejected the request (check the model name and max_tokens)",
+    401: "the endpoint refused the credentials (check OPENAI_API_KEY or --judge-option api_key)",
+    403: "the endpoint refused access for these credentials",
+    404: "no such endpoint or model (check base_url and model)",
+    413: "the request was too large for the endpoint",
+    422: "the endpoint could not process the request",
+}
 
 
 def _user(item: JudgeItem) -> str:
@@ -134,8 +151,9 @@ class LLMJudge(BaseJudge):
                 again = self._ask(messages)
                 verdict = parse_reply(again)
                 if verdict is None:
-                    return failed(self, f"the model's reply is not a verdict, twice: {again[:200]!r}")
-            return verdict
+                    quoted = redact_text(again[:200], [self.api_key])
+                    return failed(self, f"the model's reply is not a verdict, twice: {quoted!r}")
+            return Judgment(verdict.label, redact_text(verdict.rationale, [self.api_key]))
         except JudgeRequestError as exc:
             return failed(self, str(exc))
 
@@ -171,18 +189,32 @@ class LLMJudge(BaseJudge):
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     payload = json.loads(resp.read().decode("utf-8"))
             except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} from {self.url}"
+                last = f"HTTP {exc.code} from {redact_url(self.url)}"
+                self._log_body(exc)
                 if exc.code == 429 or exc.code >= 500:
                     continue
-                raise JudgeRequestError(f"{last}: {exc.read()[:200]!r}") from exc
+                why = _STATUS.get(exc.code, "the endpoint did not accept the request")
+                raise JudgeRequestError(f"{last}: {why}") from None
             except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
-                last = f"{'timed out' if isinstance(reason, TimeoutError) else reason} ({self.url})"
+                shown = "timed out" if isinstance(reason, TimeoutError) else redact_text(str(reason), [self.api_key])
+                last = f"{shown} ({redact_url(self.url)})"
                 continue
             except ValueError as exc:
                 raise JudgeRequestError(f"the endpoint's answer is not JSON ({exc})") from exc
             return self._content(payload)
         raise JudgeRequestError(f"no answer after {self.retries + 1} tries: {last}")
+
+    def _log_body(self, exc: urllib.error.HTTPError) -> None:
+        """The error body, for whoever debugs the endpoint: at DEBUG only, and redacted."""
+        try:
+            body = exc.read()[:2000].decode("utf-8", "replace")
+        except Exception:  # noqa: BLE001 - a body we cannot read is no body
+            body = ""
+        finally:
+            exc.close()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("HTTP %s from %s: %s", exc.code, redact_url(self.url), redact_text(body, [self.api_key]))
 
     def _content(self, payload: Any) -> str:
         try:
