@@ -61,7 +61,11 @@ class _Rest:
 
         key = os.environ.get("PHOENIX_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+        # credentials in the URL (user:password@) go as basic auth, so the URL httpx logs has none
+        parts = httpx.URL(url.rstrip("/"))
+        auth = (parts.username, parts.password) if parts.username or parts.password else None
+        base = parts.copy_with(username=None, password=None) if auth else parts
+        self.http = httpx.Client(base_url=base, headers=headers, timeout=timeout, auth=auth)
 
     def annotate_documents(self, items: Sequence[dict[str, Any]]) -> None:
         resp = self.http.post("/v1/document_annotations", params={"sync": "true"}, json={"data": list(items)})
