@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _guard
 from . import _keys as K
+from ._content import ContentFilter
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
 from ._redact import redact_url
 
@@ -235,7 +236,8 @@ def configure(
         handle.processors.append(BoundedProcessor(batch, shutdown_timeout, f"OTLP exporter to {shown}"))
     if hasattr(provider, "add_span_processor"):
         for p in handle.processors:
-            _add_processor(provider, p)
+            # content off covers what other instrumentors send through citeline's exporters too
+            _add_processor(provider, p if record_content else ContentFilter(p, SCOPE_NAME))
     elif handle.processors:
         _guard.log.warning(
             "citeline: the tracer provider %s takes no span processors; citeline's exporters "
@@ -283,7 +285,8 @@ def service_name() -> str | None:
 
 
 def record_content() -> bool:
-    """Whether chunk text may be written to spans."""
+    """Whether content may be written to spans: chunk text, stage inputs, quotes, error messages
+    (``_content.py`` says what is kept either way)."""
     return _settings.record_content
 
 

@@ -56,6 +56,10 @@ CL_CHUNK_LABEL: Final = "citeline.chunks.label"
 """Context only: the label the model saw for each chunk (string array)."""
 CL_CHUNK_TEXT: Final = "citeline.chunks.text"
 """Text of each chunk (string array); only when record_content is on."""
+CL_INPUT_HASH: Final = "citeline.input.content_hash"
+"""record_content off: the content hash of the stage's text input (a query, a prompt) that is not recorded."""
+CL_INPUT_LENGTH: Final = "citeline.input.length"
+"""record_content off: the length in characters of the stage's text input that is not recorded."""
 CL_DERIVED_IDS: Final = "citeline.chunks.derived_ids"
 """How many chunk ids citeline derived (source, offset, content hash) because the app gave none."""
 CL_CONTEXT_FROM: Final = "citeline.context.chunks_from"
@@ -78,6 +82,9 @@ CL_EVIDENCE_CHUNK: Final = "citeline.generation.evidence.chunk_id"
 """Structured answers: the chunk id each evidence row names (string array)."""
 CL_EVIDENCE_QUOTE: Final = "citeline.generation.evidence.quote"
 """Structured answers: the quote each evidence row gives, '' when none (string array)."""
+CL_EVIDENCE_QUOTE_HASH: Final = "citeline.generation.evidence.quote_hash"
+"""Structured answers with record_content off: the content hash of each quote, '' when none (string
+array); the quotes themselves are then '' in citeline.generation.evidence.quote."""
 CL_LABEL_MAP_LABEL: Final = "citeline.generation.context.label"
 """The label -> chunk map in force at generation time: labels (string array)."""
 CL_LABEL_MAP_CHUNK: Final = "citeline.generation.context.chunk_id"
@@ -156,3 +163,39 @@ MIME_JSON: Final = "application/json"
 """Mime type for JSON display blobs."""
 MIME_TEXT: Final = "text/plain"
 """Mime type for plain text."""
+
+# --- content, as other instrumentors write it (record_content=False filters these) ---------
+CONTENT_KEYS: Final = frozenset(
+    {
+        OI_INPUT_VALUE,
+        OI_OUTPUT_VALUE,
+        OI_RERANKER_QUERY,
+        "llm.prompts",
+        "llm.prompt_template.template",
+        "llm.prompt_template.variables",
+        "tool.parameters",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.system_instructions",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "db.statement",
+        "db.query.text",
+        "exception.message",
+        "exception.stacktrace",
+    }
+)
+"""Attribute keys (OpenInference, OpenTelemetry GenAI and DB conventions, exception events) whose
+value is text someone wrote: prompts, messages, queries, tool arguments, error messages."""
+CONTENT_PREFIXES: Final = (
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "gen_ai.prompt.",
+    "gen_ai.completion.",
+    "embedding.",
+)
+"""Key prefixes under which everything is content (flattened messages, embedded texts and vectors)."""
+CONTENT_SUFFIXES: Final = (".document.content", ".message.content", ".message_content.text", ".function.arguments")
+"""Key endings that are content wherever they occur (a retrieved document's text, a message's)."""

@@ -20,10 +20,11 @@ from typing import Any, TypeVar, cast, overload
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span
 
 from . import _config, _guard
 from . import _keys as K
+from ._content import record_error
 from ._stages import RequestState, current_request, first_text_arg
 from ._streams import wrap_async_generator, wrap_generator
 
@@ -163,8 +164,7 @@ class RequestScope:
         try:
             if self.span is not None:
                 if exc is not None:
-                    self.span.record_exception(exc)
-                    self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                    record_error(self.span, exc, _config.record_content())
                 self.span.end()
         except Exception as err:  # noqa: BLE001
             _guard.report("ending the request span", err)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _keys as K
-from ._chunks import Columns, chunk_items
+from ._chunks import Columns, chunk_items, content_hash
 from ._otlp_json import dumps
 from ._prompt import chunks_in_arguments, chunks_in_prompt
 
@@ -156,18 +156,22 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
         "generation": K.KIND_LLM,
     }.get(stage, K.KIND_CHAIN)
     attrs = _base(stage, kind)
+    text: str | None = None
     if stage in ("retrieval", "context"):
-        query = first_text_arg(args, kwargs, ("query", "question", "q"))
-        if query is not None:
-            attrs[K.OI_INPUT_VALUE] = _clip(query)
-            attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
-            if stage == "context":
-                attrs[K.OI_RERANKER_QUERY] = _clip(query)
-    elif stage == "generation" and content and args:
-        prompt = text_of(args[0])
-        if prompt is not None:
-            attrs[K.OI_INPUT_VALUE] = _clip(prompt)
-            attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+        # the first string argument: a query, but a context step may be handed the context text itself
+        text = first_text_arg(args, kwargs, ("query", "question", "q"))
+    elif stage == "generation" and args:
+        text = text_of(args[0])
+    if text is None:
+        return attrs
+    if not content:  # a hash and a length stand for it: no text of anyone's in the span
+        attrs[K.CL_INPUT_HASH] = content_hash(text)
+        attrs[K.CL_INPUT_LENGTH] = len(text)
+        return attrs
+    attrs[K.OI_INPUT_VALUE] = _clip(text)
+    attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+    if stage == "context":
+        attrs[K.OI_RERANKER_QUERY] = _clip(text)
     return attrs
 
 
@@ -231,8 +235,9 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def generation_attributes(answer: Any) -> dict[str, Any]:
-    """The raw answer, its claims when structured, and the label map in force."""
+def generation_attributes(answer: Any, content: bool = True) -> dict[str, Any]:
+    """The raw answer, its claims when structured, and the label map in force (with content off,
+    each quote a content hash instead of its words)."""
     attrs: dict[str, Any] = {}
     claims = _get(answer, "claims") if not isinstance(answer, str) else None
     if isinstance(claims, Sequence) and not isinstance(claims, str):
@@ -251,7 +256,11 @@ def generation_attributes(answer: Any) -> dict[str, Any]:
         attrs[K.CL_CLAIM_TEXT] = claim_text
         attrs[K.CL_EVIDENCE_CLAIM] = ev_claim
         attrs[K.CL_EVIDENCE_CHUNK] = ev_chunk
-        attrs[K.CL_EVIDENCE_QUOTE] = ev_quote
+        if content:
+            attrs[K.CL_EVIDENCE_QUOTE] = ev_quote
+        else:
+            attrs[K.CL_EVIDENCE_QUOTE] = [""] * len(ev_quote)
+            attrs[K.CL_EVIDENCE_QUOTE_HASH] = [content_hash(q) if q else "" for q in ev_quote]
         abstained = _get(answer, "abstained")
         if isinstance(abstained, bool):
             attrs[K.CL_ABSTAINED] = abstained

@@ -19,12 +19,13 @@ from typing import Any, Protocol, TypeVar, cast, overload
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span
 
 from . import _config, _guard
 from . import _keys as K
 from . import _stages as S
 from ._chunks import to_columns
+from ._content import error_text, record_error
 from ._prompt import prompt_text
 from ._streams import wrap_async_generator, wrap_generator
 
@@ -79,8 +80,7 @@ class _Call:
     # --- ending the span -------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
         try:
-            self.span.record_exception(exc)
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            record_error(self.span, exc, _config.record_content())
             self.span.end()
         except Exception as err:  # noqa: BLE001
             _guard.report(f"{self.stage} span error recording", err)
@@ -89,14 +89,15 @@ class _Call:
         try:
             self.span.set_attributes(self._outputs(result))
         except _HookError as err:
-            self.span.set_attribute(K.CL_ADAPTER_ERROR, f"{type(err.__cause__).__name__}: {err.__cause__}")
+            cause = err.__cause__ or err
+            self.span.set_attribute(K.CL_ADAPTER_ERROR, error_text(cause, _config.record_content()))
             _guard.report(f"{self.stage} to_chunks hook", err.__cause__ or err, user_hook=True)
         except S.NothingToLookFor as err:  # a prompt with nothing to look for: loud on the span and in the log
             self.span.set_attribute(K.CL_ADAPTER_ERROR, str(err))
             _guard.warn_once(f"{self.stage}:{self.name}:prompt", f"citeline: {self.stage} step {self.name!r}: {err}")
         except Exception as err:  # noqa: BLE001 - an odd return value must not break the app
             try:
-                self.span.set_attribute(K.CL_ADAPTER_ERROR, f"{type(err).__name__}: {err}")
+                self.span.set_attribute(K.CL_ADAPTER_ERROR, error_text(err, _config.record_content()))
             finally:
                 self.span.end()
             _guard.report(f"reading the {self.stage} result", err)
@@ -131,7 +132,7 @@ class _Call:
             prompt = S.text_of(result) if not isinstance(result, list | tuple) else None
             return S.context_attributes(chunks, limit, content, prompt)
         if stage == "generation":
-            return S.generation_attributes(result)
+            return S.generation_attributes(result, content)
         if stage == "resolution":
             return S.resolution_attributes(result)
         return S.render_attributes(result)
