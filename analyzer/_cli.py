@@ -25,8 +25,8 @@ def _err(*parts: Any, end: str = "\n") -> None:
 
 
 def _print_result(result: Any, fmt: str) -> None:
-    if fmt == "json":
-        print(json.dumps(result.to_json(), indent=2, default=str))
+    if fmt == "json":  # streamed from the store: the same peak memory as the table
+        result.write_json(sys.stdout)
         return
     from rich.console import Console
     from rich.table import Table
@@ -236,7 +236,7 @@ def _pull(args: argparse.Namespace) -> int:
         return 1
     finally:
         con.close()
-    _err(
+    print(
         f"pulled {report.spans} span(s) in {report.traces} trace(s) from project {args.project!r}; "
         f"{report.ingest.spans_added} new in {args.db}" + (f" (copy: {report.file})" if report.file else "")
     )
@@ -307,7 +307,7 @@ def _annotate(args: argparse.Namespace) -> int:
         con.close()
     print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
     print(f"run {run_id}: {report.trace_annotations} trace summary annotation(s) named 'citeline.trace' written")
-    _err(
+    print(
         f"run {run_id}: {report.document_annotations} retrieved document(s) marked support or not "
         "('citeline.gold_relevance')"
     )

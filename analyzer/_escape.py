@@ -74,7 +74,12 @@ _MD_PUNCT = re.compile(r"([\\`*_\[\]!|~])")
 
 def _md_plain(s: str) -> str:
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_PUNCT.sub(r"\\\1", s)
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    # an underscore inside a word never emphasises (GFM): ids such as unknown_case_id stay readable
+    return _INTRAWORD.sub("_", s)
+
+
+_INTRAWORD = re.compile(r"(?<=[A-Za-z0-9])\\_(?=[A-Za-z0-9])")
 
 
 def _md_code(s: str) -> str:

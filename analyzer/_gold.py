@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from ._streaming import lines
+
 EXPECT = ("answer", "abstain", "conflict")
 STATUS = ("active", "archived", "deleted")
 #: a case's status: drafts (citeline gold draft) are used, and warned about until a person confirms them
@@ -358,8 +360,23 @@ def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]
     return GoldClaim(claim_id, text, facts or [], bundles, contradicts or [])
 
 
+#: the longest corpus.jsonl / cases.jsonl line read (a chunk's text is kilobytes; a longer line is
+#: named and skipped without being held in memory)
+MAX_GOLD_LINE_BYTES = 16 * 1024 * 1024
+#: the largest single-file gold set (YAML or JSON) read; larger sets belong in a folder of JSONL files
+MAX_GOLD_FILE_BYTES = 64 * 1024 * 1024
+
+
 def _jsonl(path: Path, r: _Reader) -> Iterator[tuple[Any, str]]:
-    for n, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+    for n, line, length in lines(path, hold=MAX_GOLD_LINE_BYTES):
+        if line is None:
+            r.error(
+                f"line {n}",
+                "-",
+                f"a line of {length:,} bytes is longer than the {MAX_GOLD_LINE_BYTES:,} citeline reads; "
+                "the line is skipped (split the chunk into smaller chunks)",
+            )
+            continue
         if not line.strip():
             continue
         try:
@@ -398,6 +415,14 @@ def load_gold(path: str | Path) -> GoldSet:
         gold.warnings.extend(rc.warnings + rk.warnings)
         return gold
     r = _Reader(str(path))
+    if path.stat().st_size > MAX_GOLD_FILE_BYTES:
+        why = (
+            f"{path.stat().st_size:,} bytes is more than the {MAX_GOLD_FILE_BYTES:,} citeline reads from one "
+            "YAML/JSON gold file: refused; keep a large gold set as a folder with corpus.jsonl + cases.jsonl"
+        )
+        gold.errors.append(GoldError(str(path), "-", "-", why))
+        gold.unreadable = why
+        return gold
     try:
         raw = path.read_text(encoding="utf-8")
         data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_LineLoader)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gzip
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,9 @@ from pathlib import Path
 import duckdb
 import orjson
 
+from . import _streaming
 from ._store import SCHEMA_VERSIONS, run
+from ._streaming import MAX_LINE_BYTES, NEWLINE, Shape, TooLarge, measure
 
 PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
 # One query reads a batch of files: fewer queries are faster (one query per file was 2-4x
@@ -28,13 +31,11 @@ PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
 # flight (8 files of 340 MB ran out of 1.5 GB where the same bytes in one file used 0.5 GB).
 BATCH_BYTES = 1024 * 1024 * 1024
 BATCH_FILES = 32
-NEWLINE = b"\n"
 # The batch query reads lines up to LINE_BYTES: DuckDB's CSV reader holds buffers of twice
 # that per thread, and 256 MiB lines made it run out of memory on content-heavy traces.
 # A file with longer lines (a Collector writes one batch of spans per line) is read again
 # on its own with a limit fitted to its longest line, up to MAX_LINE_BYTES.
 LINE_BYTES = 8 * 1024 * 1024
-MAX_LINE_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,11 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(set(out))
 
 
-def _read(path: Path) -> bytes:
-    if path.suffix == ".gz":
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    return path.read_bytes()
+def duckdb_path(path: str) -> str:
+    """``path`` as DuckDB's file readers take it literally: they expand ``*``, ``?`` and ``[...]`` as a
+    glob, so a file named ``a*.jsonl`` would also read ``ab.jsonl``. Each is put in a one-character
+    class (``[*]``), which matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
 _SNIFF_BYTES = 64 * 1024
@@ -117,27 +118,32 @@ def _broken_gzip(path: Path) -> str | None:
     return None
 
 
-def _line_count(data: bytes) -> int:
-    """Lines in a file's bytes (blank lines count; _diagnose sorts that out when it matters)."""
-    return data.count(NEWLINE) + (1 if data and not data.endswith(NEWLINE) else 0)
-
-
-def _diagnose(path: Path, lines: list[bytes]) -> list[Problem]:
-    """Name every line of ``path`` DuckDB could not read: truncated JSON, binary junk, wrong shape."""
+def _diagnose(path: Path, long_why: str | None = None) -> tuple[int, list[Problem]]:
+    """Lines in ``path``, and every line of it DuckDB could not read, named: truncated JSON, binary
+    junk, wrong shape, too long. Streamed: one line in memory at a time. ``long_why`` says why the
+    lines over LINE_BYTES could not be read, when reading them alone failed (the memory limit)."""
     problems: list[Problem] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        if len(line) > MAX_LINE_BYTES:
+    count = 0
+    for n, line, length in _streaming.lines(path, hold=LINE_BYTES):
+        count = n
+        if line is None:
+            if length > MAX_LINE_BYTES:
+                why = f"longer than the {MAX_LINE_BYTES:,} citeline reads"
+            elif long_why:
+                why = f"could not be read within the memory limit ({long_why})"
+            else:
+                why = "gave no span: not valid OTLP JSON"
             problems.append(
                 Problem(
                     str(path),
                     f"line {n}",
                     "-",
-                    f"line of {len(line):,} bytes is longer than the {MAX_LINE_BYTES:,} citeline reads; line skipped "
+                    f"line of {length:,} bytes {why}; line skipped "
                     "(write smaller batches: one trace or a few thousand spans per line)",
                 )
             )
+            continue
+        if not line.strip():
             continue
         try:
             doc = orjson.loads(line)
@@ -154,7 +160,7 @@ def _diagnose(path: Path, lines: list[bytes]) -> list[Problem]:
                     "not an OTLP ExportTraceServiceRequest; line skipped",
                 )
             )
-    return problems
+    return count, problems
 
 
 def _not_utf8(line: bytes) -> bool:
@@ -258,10 +264,20 @@ def ingest(
     known = {(str(path), int(size)) for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()}
     sizes = {f: f.stat().st_size for f in files}
     todo = []
+    shapes: dict[Path, Shape] = {}  # .gz files: their decompressed shape, measured before DuckDB reads them
     for f in files:
         if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
-        elif (why := _not_trace_file(f)) is not None:  # named once, skipped whole
+            continue
+        why = _not_trace_file(f)
+        if why is None and f.suffix == ".gz":
+            try:
+                shapes[f] = measure(f, MAX_LINE_BYTES)
+            except TooLarge as exc:
+                why = f"{exc} (a gzip bomb?)"
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                why = f"not a readable gzip file ({type(exc).__name__}: {exc})"
+        if why is not None:  # named once, skipped whole
             report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
             report.skipped += 1
             report.paths.remove(str(f))
@@ -279,6 +295,12 @@ def ingest(
         with _reporting(con, progress, done, batch_bytes, total):
             try:
                 report.spans_added += _read_batch(con, names, LINE_BYTES)
+            except duckdb.OutOfMemoryException as exc:
+                # the batch did not fit in DuckDB's memory limit: each file alone, a file that still
+                # does not fit is named and skipped, the others are read
+                batch = _one_by_one(con, batch, exc, report)
+                names = [str(f) for f in batch]
+                done += sum(sizes[f] for f in planned if f not in batch)
             except duckdb.Error:
                 # a gzip file that breaks off fails its whole batch: name it, read the rest
                 broken = {f: why for f in batch if f.suffix == ".gz" and (why := _broken_gzip(f)) is not None}
@@ -296,7 +318,7 @@ def ingest(
         read = _read_lines(con, names, "t_batch")
         stored = _read_lines(con, names)
         for f in batch:
-            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report)
+            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, shapes.get(f))
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
                 [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
@@ -314,6 +336,26 @@ def ingest(
     return report
 
 
+def _one_by_one(con: duckdb.DuckDBPyConnection, batch: list[Path], exc: Exception, report: IngestReport) -> list[Path]:
+    """Read each file of a batch that ran out of memory alone; the files that were read."""
+    kept = []
+    for f in batch:
+        try:
+            report.spans_added += _read_batch(con, [str(f)], LINE_BYTES)
+        except duckdb.OutOfMemoryException as alone:
+            why = str(alone).splitlines()[0][:160]
+            report.problems.append(
+                Problem(str(f), "-", "-", f"could not be read within the memory limit ({why}); file skipped")
+            )
+            report.skipped += 1
+            report.paths.remove(str(f))
+            continue
+        kept.append(f)
+    if len(batch) > 1 and not kept:
+        raise exc
+    return kept
+
+
 # a span read more than once in one batch (checking costs ~1% of the parse; dropping the
 # repeats with a window over every row cost 30%, so it runs only when there are any)
 _REPEATS = "SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM t_batch"
@@ -326,7 +368,7 @@ def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int)
     A span read twice in the batch keeps its first reading; t_batch then no longer holds
     every line, so the files involved take the slow path that counts their lines.
     """
-    run(con, "ingest_spans", {"files": files, "max_line": max_line})
+    run(con, "ingest_spans", {"files": [duckdb_path(f) for f in files], "max_line": max_line})
     run(con, "file_traces")
     repeats = con.execute(_REPEATS).fetchall()[0][0]
     if repeats:
@@ -343,52 +385,71 @@ def _settle(
     stored: dict[str, tuple[int, int, int]],
     before: dict[str, tuple[int, int, int]],
     report: IngestReport,
+    shape: Shape | None,
 ) -> tuple[int, int, int]:
     """After a batch: was ``f`` read whole? If not, read its long lines or name its bad ones.
 
-    Whole means the lines that gave spans in this batch cover the file's bytes (also
-    when those spans were already stored from another file). Returns the file's lines,
-    the spans this ingest added from it, and the lines skipped.
+    Whole means the lines that gave spans in this batch cover the file's bytes (decompressed, for
+    a .gz file: ``shape``), also when those spans were already stored from another file. Returns the
+    file's lines, the spans this ingest added from it, and the lines skipped. Nothing here holds the
+    file in memory: the slow path streams it.
     """
     _spans, lines, covered = read.get(str(f), (0, 0, 0))
     spans = stored.get(str(f), (0, 0, 0))[0]
     earlier = before.get(str(f), (0, 0, 0))[0]  # spans stored from an earlier, shorter version
-    if _whole(size, lines, covered):
+    if _whole(shape.size if shape else size, lines, covered):
         return lines, spans - earlier, 0
-    data = _read(f)  # the slow path: the file once, for both checks below
-    split = data.split(NEWLINE)
-    if (longest := max(map(len, split), default=0)) > LINE_BYTES:  # long lines: this file again, alone
-        limit = min(longest + 1, MAX_LINE_BYTES)
-        report.spans_added += _read_batch(con, [str(f)], limit)
-        _spans, lines, covered = _read_lines(con, [str(f)], "t_batch").get(str(f), (0, 0, 0))
-        spans = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))[0]
-        if _whole(size, lines, covered):
-            return lines, spans - earlier, 0
-    found = _diagnose(f, split)  # some line gave no span: name each bad one
+    shape = shape or measure(f, MAX_LINE_BYTES)  # the slow path: the longest line, streamed
+    long_why = None
+    if shape.longest_readable > LINE_BYTES:  # long lines: this file again, alone
+        limit = shape.longest_readable + 1
+        try:
+            report.spans_added += _read_batch(con, [str(f)], limit)
+        except duckdb.Error as exc:  # a line too large for the memory limit: the other lines are stored
+            long_why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        else:
+            _spans, lines, covered = _read_lines(con, [str(f)], "t_batch").get(str(f), (0, 0, 0))
+            spans = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))[0]
+            if _whole(shape.size, lines, covered):
+                return lines, spans - earlier, 0
+    count, found = _diagnose(f, long_why)  # some line gave no span: name each bad one
     report.problems.extend(found)
     report.skipped += len(found)
-    return _line_count(data), spans - earlier, len(found)
+    return count, spans - earlier, len(found)
 
 
-def _line_of(path: str, span_id: str) -> str:
-    """The line holding a span (only looked up for the few spans with problems)."""
+_SPAN_ID = re.compile(rb'"spanId"\s*:\s*"([^"]*)"')
+
+
+def _lines_of(path: str, span_ids: set[str]) -> dict[str, str]:
+    """The line holding each of ``span_ids`` in one streamed pass over the file (only files with
+    problem spans are read, each once however many problems it has)."""
+    found: dict[str, str] = {}
     try:
-        data = _read(Path(path))
-    except OSError:
-        return "line ?"
-    for needle in (f'"spanId":"{span_id}"', f'"spanId":"{span_id.upper()}"', f'"spanId": "{span_id}"'):
-        at = data.find(needle.encode())
-        if at >= 0:
-            return f"line {data.count(NEWLINE, 0, at) + 1}"
-    return "line ?"
+        for n, line, _length in _streaming.lines(Path(path), hold=MAX_LINE_BYTES):
+            if line is None:
+                continue
+            for m in _SPAN_ID.finditer(line):
+                sid = m.group(1).decode("utf-8", "replace").lower()
+                if sid in span_ids and sid not in found:
+                    found[sid] = f"line {n}"
+            if len(found) == len(span_ids):
+                break
+    except (OSError, EOFError, TooLarge, gzip.BadGzipFile):
+        pass
+    return found
 
 
 def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Problem]:
     """Spans of an unknown schema version, or missing what their stage needs."""
     rows = run(con, "span_problems", {"files": files, "known": SCHEMA_VERSIONS}).fetchall()
+    wanted: dict[str, set[str]] = {}
+    for row in rows:
+        wanted.setdefault(row[0], set()).add(row[2])
+    where = {source: _lines_of(source, ids) for source, ids in wanted.items()}
     out: list[Problem] = []
     for source, trace_id, span_id, stage, version, fld, unknown, adapter_error in rows:
-        place = f"{_line_of(source, span_id)} (trace {trace_id} span {span_id})"
+        place = f"{where[source].get(span_id, 'line ?')} (trace {trace_id} span {span_id})"
         if fld == "citeline.adapter_error" and not unknown:
             message = (
                 f"the {stage} span could not be read when the app ran ({adapter_error}): claims that need it are "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import IO, Any
 
 import duckdb
 import polars as pl
@@ -15,6 +18,8 @@ from ._report import span_url, trace_url
 from ._store import DEFAULT_DB, connect
 
 CLAIM_ORDER = "ORDER BY case_id, trace_id, gold_claim_id NULLS LAST, claim_text"
+#: each claim of the JSON contract (docs/design.md), in order
+_CLAIM_KEYS = ("trace_id", "case_id", "gold_claim_id", "claim_text", "bucket", "stage", "flags", "reason", "span_id")
 
 
 @dataclass
@@ -110,6 +115,66 @@ class AnalysisResult:
     def problems(self) -> list[str]:
         return [str(p) for p in self.ingest.problems] + [str(e) for e in self.gold_errors]
 
+    def write_json(self, out: IO[str], batch: int = 10_000) -> None:
+        """The same object as :meth:`to_json`, written as it is read: the claims, cases and unmatched
+        traces stream from the store in batches, so a run of millions of claims costs a batch of
+        memory, not the whole list (``analyze --format json``)."""
+        dump = functools.partial(json.dumps, default=str)
+        out.write("{")
+        out.write(f'"run_id": {dump(self.run_id)}, "summary": {dump(self.summary)}, "coverage": {{')
+        missing = [r[0] for r in self._rows("SELECT case_id FROM missing_cases WHERE run_id = $r ORDER BY case_id")]
+        unmatched = 0
+        out.write('"unmatched": [')
+        first = True
+        for trace_id, reason, candidates in self._rows(
+            "SELECT trace_id, reason, candidates FROM unmatched_traces WHERE run_id = $r ORDER BY reason, trace_id",
+            batch,
+        ):
+            out.write(
+                ("" if first else ", ") + dump({"trace_id": trace_id, "reason": reason, "candidates": candidates})
+            )
+            first, unmatched = False, unmatched + 1
+        out.write(
+            f'], "traces": {self.traces_read}, "joined": {self.traces_read - unmatched}, '
+            f'"cases_without_trace": {dump(missing)}}}, '
+        )
+        out.write(f'"judge": {dump(self.judge)}, "skipped": {self.skipped}, "problems": {dump(self.problems())}, ')
+        out.write(f'"warnings": {dump(self.warnings)}, "cases": [')
+        first = True
+        for trace_id, case_id, verdict in self._rows(
+            "SELECT trace_id, case_id, verdict FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id", batch
+        ):
+            out.write(("" if first else ", ") + dump({"trace_id": trace_id, "case_id": case_id, "verdict": verdict}))
+            first = False
+        out.write('], "claims": [')
+        first = True
+        for row in self._rows(
+            f"SELECT {', '.join(_CLAIM_KEYS)} FROM claim_results WHERE run_id = $r {CLAIM_ORDER}", batch
+        ):
+            claim = self._link(dict(zip(_CLAIM_KEYS, row, strict=True)))
+            out.write(("\n" if first else ",\n") + dump(claim))
+            first = False
+        out.write("]}\n")
+
+    def _rows(self, query: str, batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        """Rows of a query on this run, ``batch`` at a time."""
+        own = None
+        con = self.con
+        if con is not None:
+            try:
+                cur = con.execute(query, {"r": self.run_id})
+            except duckdb.ConnectionException:
+                con = None
+        if con is None:
+            own = con = connect(self.db or DEFAULT_DB)
+            cur = con.execute(query, {"r": self.run_id})
+        try:
+            while rows := cur.fetchmany(batch):
+                yield from rows
+        finally:
+            if own is not None:
+                own.close()
+
     def to_json(self) -> dict[str, Any]:
         """The JSON contract of ``citeline analyze --format json`` (docs/design.md, "JSON output")."""
         return {
@@ -121,20 +186,7 @@ class AnalysisResult:
             "problems": self.problems(),
             "warnings": self.warnings,
             "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
-            "claims": [
-                self._link(c)
-                for c in self.claims.select(
-                    "trace_id",
-                    "case_id",
-                    "gold_claim_id",
-                    "claim_text",
-                    "bucket",
-                    "stage",
-                    "flags",
-                    "reason",
-                    "span_id",
-                ).to_dicts()
-            ],
+            "claims": [self._link(c) for c in self.claims.select(*_CLAIM_KEYS).to_dicts()],
         }
 
     def _link(self, claim: dict[str, Any]) -> dict[str, Any]:

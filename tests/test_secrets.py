@@ -134,6 +134,7 @@ def test_no_planted_secret_reaches_any_output(
     db = tmp_path / "store.duckdb"
     url = _with_password(phoenix.url)
     assert main(["pull", "--phoenix", url, "--project", PROJECT, "--since", "24h", "--db", str(db)]) == 0
+    pulled = capsys.readouterr()
     judge = ["--judge", "llm", "--judge-option", "model=m", "--judge-option", f"base_url={gateway}"]
     code = main(["analyze", "--gold", str(gold_path()), "--db", str(db), *judge, "--format", "json", "--phoenix", url])
     assert code == 0
@@ -145,7 +146,7 @@ def test_no_planted_secret_reaches_any_output(
         f"could not decide: HTTP 401 from {gateway}/chat/completions: the endpoint refused the credentials "
         "(check OPENAI_API_KEY or --judge-option api_key)"
     )
-    outputs = {"analyze stdout": analyzed.out, "analyze stderr": analyzed.err}
+    outputs = {"pull output": pulled.out + pulled.err, "analyze stdout": analyzed.out, "analyze stderr": analyzed.err}
     for fmt, name in (("markdown", "r.md"), ("html", "r.html"), ("json", "r.json")):
         assert main(["report", "--db", str(db), "--format", fmt, "--out", str(tmp_path / name), "--phoenix", url]) == 0
         outputs[name] = (tmp_path / name).read_text()
