@@ -23,7 +23,7 @@ import orjson
 
 from . import _streaming
 from ._store import SCHEMA_VERSIONS, run
-from ._streaming import MAX_LINE_BYTES, NEWLINE, Shape, TooLarge, measure
+from ._streaming import MAX_LINE_BYTES, NEWLINE, TooLarge, measure
 
 PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
 # One query reads a batch of files: fewer queries are faster (one query per file was 2-4x
@@ -264,7 +264,7 @@ def ingest(
     known = {(str(path), int(size)) for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()}
     sizes = {f: f.stat().st_size for f in files}
     todo = []
-    shapes: dict[Path, Shape] = {}  # .gz files: their decompressed shape, measured before DuckDB reads them
+    unpacked: dict[Path, int] = {}  # .gz files: the bytes they decompress to, counted before DuckDB reads them
     for f in files:
         if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
@@ -272,7 +272,7 @@ def ingest(
         why = _not_trace_file(f)
         if why is None and f.suffix == ".gz":
             try:
-                shapes[f] = measure(f, MAX_LINE_BYTES)
+                unpacked[f] = _streaming.decompressed_size(f)
             except TooLarge as exc:
                 why = f"{exc} (a gzip bomb?)"
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -318,7 +318,7 @@ def ingest(
         read = _read_lines(con, names, "t_batch")
         stored = _read_lines(con, names)
         for f in batch:
-            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, shapes.get(f))
+            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, unpacked.get(f))
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
                 [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
@@ -385,21 +385,21 @@ def _settle(
     stored: dict[str, tuple[int, int, int]],
     before: dict[str, tuple[int, int, int]],
     report: IngestReport,
-    shape: Shape | None,
+    unpacked: int | None,
 ) -> tuple[int, int, int]:
     """After a batch: was ``f`` read whole? If not, read its long lines or name its bad ones.
 
     Whole means the lines that gave spans in this batch cover the file's bytes (decompressed, for
-    a .gz file: ``shape``), also when those spans were already stored from another file. Returns the
+    a .gz file: ``unpacked``), also when those spans were already stored from another file. Returns the
     file's lines, the spans this ingest added from it, and the lines skipped. Nothing here holds the
     file in memory: the slow path streams it.
     """
     _spans, lines, covered = read.get(str(f), (0, 0, 0))
     spans = stored.get(str(f), (0, 0, 0))[0]
     earlier = before.get(str(f), (0, 0, 0))[0]  # spans stored from an earlier, shorter version
-    if _whole(shape.size if shape else size, lines, covered):
+    if _whole(size if unpacked is None else unpacked, lines, covered):
         return lines, spans - earlier, 0
-    shape = shape or measure(f, MAX_LINE_BYTES)  # the slow path: the longest line, streamed
+    shape = measure(f, MAX_LINE_BYTES)  # the slow path: the longest line, streamed
     long_why = None
     if shape.longest_readable > LINE_BYTES:  # long lines: this file again, alone
         limit = shape.longest_readable + 1

@@ -74,6 +74,12 @@ class Shape:
     longest_readable: int = 0  # the longest line of at most max_line bytes: what a re-read can take
 
 
+def decompressed_size(path: Path) -> int:
+    """The bytes ``path`` decompresses to, counted as it decompresses (no line is looked at);
+    TooLarge past MAX_DECOMPRESSED_BYTES."""
+    return sum(len(c) for c in chunks(path))
+
+
 def measure(path: Path, max_line: int | None = None) -> Shape:
     """Measured in one streamed pass (a .gz file's decompressed size is known only by reading it)."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
@@ -96,4 +102,13 @@ def measure(path: Path, max_line: int | None = None) -> Shape:
     return Shape(size, lines, longest, readable)
 
 
-__all__ = ["MAX_DECOMPRESSED_BYTES", "Shape", "TooLarge", "chunks", "lines", "measure", "open_file"]
+__all__ = [
+    "MAX_DECOMPRESSED_BYTES",
+    "Shape",
+    "TooLarge",
+    "chunks",
+    "decompressed_size",
+    "lines",
+    "measure",
+    "open_file",
+]
