@@ -172,3 +172,19 @@ def test_ids_and_escapers() -> None:
     assert md("see https://a.example/p") == "see `https://a.example/p`"
     assert md("``a`|b") == "\\`\\`a\\`\\|b"
     assert md("http://a.example/`x`") == "`` http://a.example/`x` ``"
+
+
+@pytest.mark.integration
+def test_annotate_never_writes_onto_an_id_that_is_no_span_id(store: Path, phoenix: Any) -> None:
+    from citeline.analyzer._phoenix import annotate
+    from citeline.analyzer._report import resolve_run
+    from citeline.analyzer._store import connect
+
+    con = connect(store)
+    try:
+        run_id, _ = resolve_run(con, None)
+        report = annotate(con, phoenix.url, run_id)
+    finally:
+        con.close()
+    assert report.invalid_spans == [BAD_SPAN]
+    assert BAD_SPAN not in report.missing_spans  # never sent: skipped before any request
