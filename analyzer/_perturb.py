@@ -54,6 +54,14 @@ class Case:
         )
 
 
+def gold_cases(gold: str | Path) -> list[Case]:
+    """Every case of a gold set, as the harness hands them to the request function (for your own loops)."""
+    loaded = load_gold(gold)
+    if loaded.unreadable is not None:
+        raise PerturbError(f"{gold}: cannot read the gold set: {loaded.unreadable}")
+    return [Case.of(c) for c in loaded.cases.values()]
+
+
 @dataclass
 class Cell:
     """One (case, perturbation): what was declared, what the analyzer got, whether it holds."""
@@ -261,6 +269,7 @@ def perturb(
         raise PerturbError(f"{gold}: no gold case to run" + (f" among {', '.join(cases)}" if cases else ""))
     own_dir = tempfile.TemporaryDirectory(prefix="citeline-perturb-") if workdir is None else None
     folder = Path(own_dir.name if own_dir else str(workdir))
+    folder.mkdir(parents=True, exist_ok=True)
     contexts = {c.case_id: CaseContext.of(gold_set, c) for c in picked}
     runs: list[_Run] = []
     store = CapturedStore(folder)

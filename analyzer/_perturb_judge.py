@@ -72,6 +72,14 @@ def _unchanged_cell(cell: Cell, base_rows: list[dict[str, Any]], rows: list[dict
         cell.status, cell.got = "holds", "nothing changed"
         return
     base = {r["gold_claim_id"]: r for r in base_rows}
+    said = {r["gold_claim_id"]: r["claim_text"] for r in base_rows}
+    reworded = [r for r in _gold_rows(rows) if said.get(r["gold_claim_id"], r["claim_text"]) != r["claim_text"]]
+    if reworded and len(reworded) == len(_gold_rows(rows)):
+        # the model answered otherwise: the app's reaction to the order, not a fact about the labels
+        cell.status = "skipped"
+        cell.note = "the answer changed with the chunk order, so alignment cannot be judged from this case"
+        return
+    rows = [r for r in rows if r not in reworded]
     moved = []
     for r in rows:
         before_bucket = base[r["gold_claim_id"]]["bucket"] if r["gold_claim_id"] in base else "-"
@@ -81,9 +89,19 @@ def _unchanged_cell(cell: Cell, base_rows: list[dict[str, Any]], rows: list[dict
     cell.status, cell.got = "differs", "; ".join(moved) or "the claims changed"
 
 
-def _reaction(cell: Cell, kind: str, change: Any, rows: list[dict[str, Any]]) -> None:
+def _reaction(cell: Cell, kind: str, change: Any, rows: list[dict[str, Any]], base_rows: list[dict[str, Any]]) -> None:
     targeted = _gold_rows(rows)
+    said = {r["gold_claim_id"]: r["claim_text"] for r in base_rows}
     if not targeted:
+        return
+    if kind == "same_answer":
+        changed = [r for r in targeted if r["claim_text"] != said.get(r["gold_claim_id"])]
+        cell.reaction_good = not changed
+        cell.reaction_note = (
+            "; ".join(f"the answer changed with the chunk order: {r['claim_text']!r}" for r in changed)
+            if changed
+            else "the same answer under the new order and labels"
+        )
         return
     if kind == "abstain_or_qualify":
         kept = [r for r in targeted if r["claim_text"] and not r["abstained"]]
@@ -174,7 +192,7 @@ def judge_cells(
             cell.status, cell.got = "reaction", "; ".join(_shown(r) for r in _gold_rows(got))
         if p.reaction is not None:
             if all(r["bucket"] == "ok" for r in base) and base:
-                _reaction(cell, p.reaction, run.change, got)
+                _reaction(cell, p.reaction, run.change, got, base)
             else:
                 cell.reaction_note = "not judged: the baseline is not all ok"
     return cells, baseline

@@ -32,7 +32,7 @@ from ._gold import CorpusChunk, GoldCase, GoldSet
 from .judges._text import overlap, stems
 
 ExpectKind = Literal["bucket", "unchanged", "none"]
-Reaction = Literal["abstain_or_qualify", "follow_newer"]
+Reaction = Literal["abstain_or_qualify", "follow_newer", "same_answer"]
 RELABEL_FROM = 11  # shuffled chunks are labelled 11, 12, ...: no label the app used before
 _NUMBER = re.compile(r"(?<![\w.,])(\d+)((?:[.,]\d+)?)(?![\w])")
 #: how alike a gold chunk's text must be to count as another version of a support chunk
@@ -489,7 +489,7 @@ CATALOGUE: tuple[Perturbation, ...] = (
         "context",
         f"reverse the chunks' order and label them {RELABEL_FROM}, {RELABEL_FROM + 1}, ...",
         Expect("unchanged"),
-        None,
+        "same_answer",
         _shuffle_relabel,
         _always,
     ),

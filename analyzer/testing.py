@@ -17,7 +17,7 @@ Metamorphic perturbations, from Python or ``citeline perturb``::
 """
 
 from ._expect import describe, mismatches
-from ._perturb import Case, Cell, PerturbError, PerturbResult, StageVerdict, perturb
+from ._perturb import Case, Cell, PerturbError, PerturbResult, StageVerdict, gold_cases, perturb
 from ._perturb_render import render_html, render_text
 from ._perturbations import CATALOGUE, Expect, Perturbation
 from ._pytest_plugin import CitelineFixture
@@ -33,6 +33,7 @@ __all__ = [
     "Perturbation",
     "StageVerdict",
     "describe",
+    "gold_cases",
     "mismatches",
     "perturb",
     "render_html",

@@ -102,7 +102,7 @@ def test_the_supersede_perturbation_reports_an_app_that_ignores_the_newer_versio
         "kept the claim 'Yes, opened electronics may be returned within 30 days of delivery.' "
         "(grounding: stated without its support)",
     )
-    assert sum(1 for c in plain.reactions if not c.reaction_good) == 24
+    assert sum(1 for c in plain.reactions if not c.reaction_good) == 24  # drops and supersede; shuffle keeps it
 
 
 def test_an_app_that_abstains_without_support_and_follows_newer_versions_reacts_well() -> None:
@@ -116,8 +116,12 @@ def test_an_app_that_abstains_without_support_and_follows_newer_versions_reacts_
         True,
         "followed the newer version: cites returns-v5#eligibility-2",
     )
+    assert reactions[("returns-window", "context.shuffle_relabel")] == (
+        True,
+        "the same answer under the new order and labels",
+    )
     assert all(good for good, _ in reactions.values()), [k for k, v in reactions.items() if not v[0]]
-    assert len(reactions) == 24
+    assert len(reactions) == 32  # 8 answerable cases x (2 drops, supersede, shuffle)
 
 
 def test_a_misplaced_context_decorator_leaves_the_context_stage_not_seen_with_its_cells() -> None:
