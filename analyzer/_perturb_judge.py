@@ -172,11 +172,14 @@ def judge_cells(
         cell.spans = changed.get(trace, {}).get(p.name, [])
         if not run.change.applied:
             stages = {(s.attributes or {}).get(K.CL_STAGE) for s in spans_by_trace.get(trace, [])}
-            cell.note = run.change.skipped or (
-                f"no {p.stage} span in the trace: is the app's {p.stage} step decorated?"
-                if p.stage not in stages
-                else f"the {p.stage} step returned nothing to change"
-            )
+            if run.change.skipped:
+                cell.note = run.change.skipped
+            elif p.stage not in stages:
+                cell.note = f"no {p.stage} span in the trace: is the app's {p.stage} step decorated?"
+            elif not run.change.calls:
+                cell.note = f"the {p.stage} step streams (a generator): perturbations change returned values only"
+            else:
+                cell.note = f"the {p.stage} step returned nothing to change"
             continue
         if not cell.spans:
             cell.status, cell.note = "error", "the perturbation applied but no span records it"

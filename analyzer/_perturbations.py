@@ -183,9 +183,11 @@ class _Change:
         self.ctx = ctx
         self._fn = fn
         self.applied = 0
+        self.calls = 0
         self.skipped: str | None = None
 
     def apply(self, value: Any, view: RequestView) -> tuple[Any, str] | None:
+        self.calls += 1
         try:
             out = self._fn(self.ctx, value, view)
         except sh.CannotEdit as err:
@@ -205,7 +207,10 @@ def _chunks(value: Any, stage: str) -> tuple[list[Any], list[str]]:
             f"the {stage} step returned a {type(value).__name__}, not a list of chunks: perturbations edit chunk "
             "lists (return the chunks, or an object holding them under .chunks)"
         )
-    return items, [sh.record(i).chunk_id for i in items]
+    try:
+        return items, [sh.record(i).chunk_id for i in items]
+    except TypeError as err:  # the app's own shape, read by its to_chunks= hook: not ours to edit
+        raise sh.CannotEdit(f"cannot read the {stage} step's chunks without its to_chunks= hook: {err}") from err
 
 
 def _drop_support(ctx: CaseContext, value: Any, view: RequestView, stage: str) -> tuple[Any, str] | str:

@@ -280,3 +280,36 @@ def test_every_untrusted_field_is_escaped_in_the_html_page() -> None:
     assert page.count(html.escape(bad)) == 11  # every place the payload is shown
     text = render_text(result)
     assert bad in text  # the text table is for a terminal: no markup there, control characters stripped
+
+
+def test_a_streaming_stage_is_not_perturbed_and_the_cell_says_why() -> None:
+    from citeline.examples.perturb_apps import _plain, script_for
+
+    def streaming(case: Any) -> str:
+        return _plain.ask(case.question, script_for(case.case_id), case_id=case.case_id, as_of=case.as_of, stream=True)
+
+    r = perturb(streaming, gold_path(), cases=["returns-window"], perturbations=["generation.remove_marker"])
+    (cell,) = r.cells
+    assert (cell.status, cell.note) == (
+        "n/a",
+        "the generation step streams (a generator): perturbations change returned values only",
+    )
+    assert {s: v.verdict for s, v in r.stages.items()} == {"generation": "not tested"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzer: abstention is decided per answer text, and a structured answer with the same text as a "
+    "prose abstention marks every such prose answer as structured (not an abstention); found by the harness",
+)
+def test_a_prose_abstention_stays_one_when_a_structured_answer_says_the_same_words(citeline) -> None:  # type: ignore[no-untyped-def]
+    from citeline.examples.perturb_apps import ABSTAIN
+    from citeline.examples.policy_bot import PolicyBot
+
+    bot = PolicyBot()
+    bot.ask("Do employees get a discount on devices?", ABSTAIN, case_id="staff-discount", as_of="2026-08-10")
+    structured = {"text": ABSTAIN, "claims": [], "abstained": True}
+    bot.ask("Does the warranty cover water damage?", structured, case_id="warranty-water", as_of="2026-08-10")
+    result = citeline.analyze(gold=gold_path())
+    rows = {r["case_id"]: r["bucket"] for r in result.claims.to_dicts()}
+    assert rows["staff-discount"] == "ok"
