@@ -581,6 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--format", choices=("table", "json"), default="table")
     ca.add_argument("--db", default=DEFAULT_DB, help=f"store for --against-gold (default {DEFAULT_DB})")
     ca.set_defaults(func=_calibrate)
+
+    from ._perturb_cli import register as register_perturb
+
+    register_perturb(add)
     return parser
 
 

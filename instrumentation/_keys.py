@@ -19,6 +19,10 @@ CL_DROPPED_DOCS: Final = "citeline.openinference.documents_omitted"
 """How many chunks were left out of the OpenInference document list to fit span limits."""
 CL_ADAPTER_ERROR: Final = "citeline.adapter_error"
 """Set when the stage's output could not be read; the span is kept, its chunks are not."""
+CL_PERTURBATION: Final = "citeline.perturbation"
+"""Set only by the perturbation harness: the perturbation that changed this stage's return value."""
+CL_PERTURBATION_DETAIL: Final = "citeline.perturbation.detail"
+"""Set with citeline.perturbation: what the harness changed, in one line (display only)."""
 
 # --- citeline schema: request span ---------------------------------------------
 CL_QUESTION: Final = "citeline.request.question"

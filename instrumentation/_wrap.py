@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
-from . import _config, _guard
+from . import _config, _guard, _perturb
 from . import _keys as K
 from . import _stages as S
 from ._chunks import to_columns
@@ -78,6 +78,16 @@ class _Call:
             self.fail(exc)
 
     # --- ending the span -------------------------------------------------------------
+    def hand_on(self, result: Any) -> Any:
+        """Record ``result`` and give it to the caller: the one place a stage's return value is handed on.
+
+        Only the perturbation harness can make the value handed on differ from the one returned
+        (``_perturb``); the span then records the value the next stage really gets.
+        """
+        result = _perturb.hand_on(self.stage, self.span, result)
+        self.finish(result)
+        return result
+
     def fail(self, exc: BaseException) -> None:
         try:
             record_error(self.span, exc, _config.record_content())
@@ -196,8 +206,7 @@ def _wrap(fn: Callable[..., Any], stage: str, to_chunks: Any, name: str | None) 
                 call.fail(exc)
                 raise
             call.leave()
-            call.finish(result)
-            return result
+            return call.hand_on(result)
 
         return async_wrapper
 
@@ -214,8 +223,7 @@ def _wrap(fn: Callable[..., Any], stage: str, to_chunks: Any, name: str | None) 
             call.fail(exc)
             raise
         call.leave()
-        call.finish(result)
-        return result
+        return call.hand_on(result)
 
     return sync_wrapper
 
