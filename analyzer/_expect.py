@@ -1,7 +1,7 @@
 """Assertions over an analysis: each claim not as expected, said with its bucket, stage, reason and span.
 
 Used by the pytest plugin's fixture and marker; usable on any
-``AnalysisResult``. Every field is made terminal-safe (``for_terminal``):
+``AnalysisResult``. Every field is made terminal-safe (``_escape.term``):
 claim text and ids come from the app and the gold set.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import duckdb
 
+from ._escape import term as t
 from ._result import AnalysisResult
-from ._terminal import for_terminal as t
 
 
 def claim_key(row: Mapping[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 Every field that comes from the gold set or the app (case ids, claim text,
 reasons, details) is escaped for its medium where it is written: terminal
-text through ``for_terminal``, HTML through ``html.escape``.
+text through ``_escape.term``, HTML through ``html.escape``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ._terminal import for_terminal
+from ._escape import term as for_terminal
 
 if TYPE_CHECKING:
     from ._perturb import Cell, PerturbResult

@@ -263,9 +263,9 @@ class _Session:
 
 
 def _summary(terminalreporter: Any, config: pytest.Config, records: list[dict[str, Any]]) -> None:
+    from ._escape import term as t
     from ._expect import summary_line
     from ._store import BUCKETS
-    from ._terminal import for_terminal as t
 
     records = sorted(records, key=lambda r: r["nodeid"])
     if not records:

@@ -247,8 +247,8 @@ def test_configure_inside_a_captured_test_is_an_error_that_says_what_to_do(suite
 
 
 def test_terminal_lines_carry_no_escape_sequences() -> None:
+    from citeline.analyzer._escape import term as for_terminal
     from citeline.analyzer._expect import describe
-    from citeline.analyzer._terminal import for_terminal
 
     payload = "\x1b[2J\x1b]8;;http://evil\x07x\x1b]8;;\x07\r\nfake line\u202e\x9b31m"
     row = {
@@ -261,9 +261,9 @@ def test_terminal_lines_carry_no_escape_sequences() -> None:
         "claim_text": payload,
     }
     lines = describe(row)
-    assert for_terminal(payload) == "x  fake line "
+    assert for_terminal(payload) == "x fake line"
     assert lines == [
-        "  x  fake line /x  fake line : grounding at generation, span 0000000000000004",
-        "    reason: x  fake line ",
-        "    claim: x  fake line ",
+        "  x fake line/x fake line: grounding at generation, span 0000000000000004",
+        "    reason: x fake line",
+        "    claim: x fake line",
     ]
