@@ -49,7 +49,7 @@ class Citeline:
 
     provider: Any
     trace_dir: Path | None
-    otlp_endpoint: str | None
+    otlp_endpoint: str | None = field(repr=False)  # may carry credentials: never in a repr or a log line
     record_content: bool
     owns_provider: bool
     processors: list[SpanProcessor] = field(default_factory=list)
