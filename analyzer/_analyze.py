@@ -17,7 +17,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from . import _openinference as openinference
+from . import _prompt_context as prompt_context
+from . import _source_openinference as openinference
 from . import _workers, judges
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
@@ -318,18 +319,17 @@ def analyze(
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
             of = f" ({part + 1}/{parts})" if parts > 1 else ""
             phase("joining traces to cases" + of)
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
-                {"schema_versions": SCHEMA_VERSIONS, "part": part, "parts": parts, "lo": lo, "hi": hi, **scope},
+            join_traces(
+                con,
+                {"part": part, "parts": parts, "lo": lo, "hi": hi, **scope},
+                oi_stats,
+                # coverage: a trace that joined no case is recorded with its reason, then left out
+                unmatched=lambda: con.execute(
+                    "INSERT INTO unmatched_traces SELECT $r, trace_id, unmatched_reason, candidates "
+                    "FROM t_traces WHERE case_id IS NULL",
+                    {"r": run_id},
+                ),
             )
-            # coverage: a trace that joined no case is recorded with its reason, then left out
-            con.execute(
-                "INSERT INTO unmatched_traces SELECT $r, trace_id, unmatched_reason, candidates "
-                "FROM t_traces WHERE case_id IS NULL",
-                {"r": run_id},
-            )
-            con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
-            openinference.resolve(con, oi_stats)
             joined_by_content += _identity_by_content(con, unjoined)
             _span_chunks(con, run_id, oi_stats)
             _content_drift(con)
@@ -447,6 +447,32 @@ WHERE c.run_id = $run_id AND c.claim_text IS NOT NULL
 """
 
 
+def join_traces(
+    con: duckdb.DuckDBPyConnection,
+    params: Mapping[str, Any],
+    stats: openinference.Stats,
+    unmatched: Callable[[], object] | None = None,
+) -> None:
+    """t_traces: the slice's traces joined to their gold cases, each stage filled by the best source
+    that observed it (docs/design.md, "Trace sources").
+
+    1. each source's documents joined to gold chunks where that is text work (OpenInference:
+       ``t_oi_docs``); 2. ``run_traces.sql`` picks each stage's span, citeline's before another
+    source's, and joins the trace to at most one case; ``unmatched`` sees the traces that joined
+    none before they are left out; 3. a context no span traced is read off the generation's
+    prompt, whichever source recorded prompt and chunks (``_prompt_context``).
+    """
+    openinference.join_documents(con, stats, params)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
+        {"schema_versions": SCHEMA_VERSIONS, **params},
+    )
+    if unmatched is not None:
+        unmatched()
+    con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
+    prompt_context.read(con, stats)
+
+
 def _usage(judge: Judge) -> dict[str, float]:
     usage = getattr(judge, "usage", None)
     return dict(usage()) if callable(usage) else {}
@@ -529,7 +555,7 @@ def _question_norm(question: str, asked: set[str]) -> str:
     norm = normalise_question(question)
     if norm in asked:
         return norm
-    hits = {n for leaf in openinference.json_strings(question) or () if (n := normalise_question(leaf)) in asked}
+    hits = {n for leaf in openinference.question_leaves(question) if (n := normalise_question(leaf)) in asked}
     return hits.pop() if len(hits) == 1 else norm
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from . import _openinference as openinference
+from . import _source_openinference as openinference
 from ._gold import GoldCase, GoldSet, load_gold, normalise_question
 
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -235,9 +235,9 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
     """A draft gold set from real traces: one case per distinct question (see the module docstring)."""
     import tempfile
 
-    from ._analyze import _SCOPE, _gold_tables, _question_table, _slices, _sql_text
+    from ._analyze import _SCOPE, _gold_tables, _question_table, _slices, join_traces
     from ._ingest import ingest, trace_files
-    from ._store import SCHEMA_VERSIONS, connect
+    from ._store import connect
 
     base, rows = _base_corpus(corpus)
     out = Drafted(corpus=rows)
@@ -269,13 +269,7 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
             con.execute(_SCOPE, {"files": None})
             _question_table(con, {"files": None})
             _slices(con, 1, {"files": None})
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE t_traces AS " + _sql_text("run_traces"),
-                {"schema_versions": SCHEMA_VERSIONS, "part": 0, "parts": 1, "lo": 0, "hi": 0, "files": None},
-            )
-            con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
-            stats = openinference.Stats()
-            openinference.resolve(con, stats)
+            join_traces(con, {"part": 0, "parts": 1, "lo": 0, "hi": 0, "files": None}, openinference.Stats())
             newest = con.execute(
                 "SELECT case_id, answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, "
                 "map_label, map_chunk_id, retrieved, trace_id "

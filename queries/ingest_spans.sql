@@ -22,6 +22,10 @@ WITH lines AS (
     SELECT filename,
            hash(json) AS line_hash,
            strlen(json) AS line_bytes,     -- bytes, not characters
+           -- a line that holds a citeline context span (as citeline's exporter writes it) needs no chunk
+           -- text: the context was traced. Cheap to test on the raw line, and it keeps content-heavy
+           -- traffic from storing every chunk's text twice
+           contains(json, '{"key":"citeline.stage","value":{"stringValue":"context"}}') AS traced_context,
            TRY(json_transform(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":"JSON"}]},"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","status":{"code":"INTEGER"},"attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}')) AS doc
     FROM read_csv($files, columns = {'json': 'VARCHAR'}, delim = chr(1), quote = '', escape = '',
                   header = false, auto_detect = false, strict_mode = false, ignore_errors = true,
@@ -29,20 +33,20 @@ WITH lines AS (
                   filename = true, compression = 'auto')
 ),
 resource_spans AS (
-    SELECT filename, line_hash, line_bytes, unnest(doc.resourceSpans) AS rs FROM lines
+    SELECT filename, line_hash, line_bytes, traced_context, unnest(doc.resourceSpans) AS rs FROM lines
 ),
 scope_spans AS (
-    SELECT filename, line_hash, line_bytes,
+    SELECT filename, line_hash, line_bytes, traced_context,
            otlp_string(otlp_value(list_transform(rs.resource.attributes, lambda x: x.key),
                                   list_transform(rs.resource.attributes, lambda x: x.value), 'service.name')) AS service,
            unnest(rs.scopeSpans) AS ss
     FROM resource_spans
 ),
 raw_spans AS (
-    SELECT filename, line_hash, line_bytes, service, unnest(ss.spans) AS s FROM scope_spans
+    SELECT filename, line_hash, line_bytes, traced_context, service, unnest(ss.spans) AS s FROM scope_spans
 ),
 keyed AS (       -- attribute keys and values as two parallel lists; the stage first
-    SELECT filename, line_hash, line_bytes, service, s,
+    SELECT filename, line_hash, line_bytes, traced_context, service, s,
            list_transform(s.attributes, lambda x: x.key) AS k,
            list_transform(s.attributes, lambda x: x.value) AS v,
            otlp_string(otlp_value(k, v, 'citeline.stage')) AS k_stage
@@ -70,6 +74,15 @@ picked AS (
         CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.content_hash')) END AS chunk_hash,
         CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.version')) END AS chunk_version,
         CASE WHEN k_stage = 'retrieval' THEN TRY_CAST(otlp_value(k, v, 'citeline.chunks.derived_ids') ->> '$.intValue' AS INTEGER) END AS derived_ids,
+        -- the text of each retrieved chunk when the app records content: a context nobody traced
+        -- is read off the generation's prompt with it (sources.py)
+        CASE WHEN k_stage = 'retrieval' AND NOT traced_context THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.text')) END AS chunk_text,
+        -- how many retrieved chunks have no OpenInference document on the span (its attribute limit):
+        -- Phoenix holds documents only for the others
+        CASE WHEN k_stage = 'retrieval' THEN TRY_CAST(otlp_value(k, v, 'citeline.openinference.documents_omitted') ->> '$.intValue' AS INTEGER) END AS docs_omitted,
+        -- the prompt a citeline generation span was given (input.value, only with content on), when the
+        -- context was not traced
+        CASE WHEN k_stage = 'generation' AND NOT traced_context THEN otlp_string(otlp_value(k, v, 'input.value')) END AS cl_prompt,
         CASE WHEN k_stage = 'generation' THEN otlp_string(otlp_value(k, v, 'citeline.generation.answer')) END AS answer,
         CASE WHEN k_stage = 'generation' THEN otlp_string(otlp_value(k, v, 'citeline.generation.format')) END AS answer_format,
         CASE WHEN k_stage = 'generation' THEN TRY_CAST(otlp_value(k, v, 'citeline.generation.abstained') ->> '$.boolValue' AS BOOLEAN) END AS abstained,
@@ -112,10 +125,13 @@ picked AS (
             nullif(array_to_string(otlp_strings(otlp_value(k, v, 'llm.prompts')), chr(10) || chr(10)), ''),
             otlp_string(otlp_value(k, v, 'input.value')))
         END AS oi_prompt,
-        CASE WHEN oi_kind = 'LLM' THEN list_transform(list_sort(list_transform(
+        CASE WHEN oi_kind = 'LLM' THEN coalesce(
+            list_transform(list_sort(list_transform(
                 list_filter(s.attributes, lambda x: x.key LIKE 'llm.output_messages.%.message.content'),
                 lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 't': otlp_string(x.value)})),
-                lambda x: x.t)[1]
+                lambda x: x.t)[1],
+            -- an answer given as a tool/function call: its arguments (JSON, read as a structured answer)
+            otlp_string(otlp_value(k, v, 'llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments')))
         END AS oi_output,
         filename AS source_file,
         line_hash,
@@ -140,10 +156,11 @@ SELECT
     CASE WHEN stage IS NULL AND stage_final = 'request' THEN input_value ELSE question END AS question,
     case_id, principal_groups, as_of,
     CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_id ELSE chunk_id END AS chunk_id,
-    chunk_hash, chunk_version, derived_ids,
+    chunk_hash, chunk_version, derived_ids, chunk_text, docs_omitted,
     CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_text END AS oi_doc_text,
     CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_meta END AS oi_doc_meta,
-    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN oi_prompt END AS oi_prompt,
+    -- the prompt of a generation span, whichever source wrote it
+    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN oi_prompt ELSE cl_prompt END AS oi_prompt,
     CASE WHEN stage IS NULL AND stage_final = 'generation' THEN coalesce(oi_output, output_value) ELSE answer END AS answer,
     CASE WHEN stage IS NULL AND stage_final = 'generation' THEN 'prose' ELSE answer_format END AS answer_format,
     abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,

@@ -20,19 +20,22 @@
 --   $parts, $part, $lo, $hi (a large run is classified a slice at a time: with $parts > 1
 --   this call covers the traces of slice $part in t_slices, whose spans lie between
 --   rowids $lo and $hi; see run_slices.sql. With $parts = 1, every trace).
--- Reads: spans, t_slices (trace_id, slice), t_gold_cases (case_id, question_norm, as_of, expect, principal_groups),
+-- Reads: spans, t_oi_docs (trace_id, span_id, chunk_ids: OpenInference documents as joined to gold),
+--   t_slices (trace_id, slice), t_gold_cases (case_id, question_norm, as_of, expect, principal_groups),
 --   t_question_norm (question, question_norm).
 WITH usable AS (  -- the columns read below, by name: the CTE is read several times
-    SELECT trace_id, span_id, stage, start_ns, end_ns, schema_version, adapter_error,
-           question, case_id, principal_groups, as_of, chunk_id,
-           answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,
-           map_label, map_chunk_id, map_version, res_marker, res_chunk_id, res_version, res_uri,
-           ren_label, ren_uri, ren_chunk_id
-    FROM spans
-    WHERE (schema_version IS NULL OR list_contains($schema_versions, schema_version))
-      AND ($files IS NULL OR trace_id IN (SELECT trace_id FROM t_scope))
-      AND ($parts = 1 OR (rowid BETWEEN $lo AND $hi
-                          AND trace_id IN (SELECT trace_id FROM t_slices WHERE slice = $part)))
+    -- (an OpenInference document's id is the gold chunk it joined: t_oi_docs)
+    SELECT s.trace_id, s.span_id, s.stage, s.start_ns, s.end_ns, s.schema_version, s.adapter_error,
+           s.question, s.case_id, s.principal_groups, s.as_of, coalesce(d.chunk_ids, s.chunk_id) AS chunk_id,
+           s.answer, s.answer_format, s.abstained, s.claim_text, s.evidence_claim, s.evidence_chunk, s.evidence_quote,
+           s.map_label, s.map_chunk_id, s.map_version, s.res_marker, s.res_chunk_id, s.res_version, s.res_uri,
+           s.ren_label, s.ren_uri, s.ren_chunk_id
+    FROM spans AS s
+    LEFT JOIN t_oi_docs AS d ON d.trace_id = s.trace_id AND d.span_id = s.span_id
+    WHERE (s.schema_version IS NULL OR list_contains($schema_versions, s.schema_version))
+      AND ($files IS NULL OR s.trace_id IN (SELECT trace_id FROM t_scope))
+      AND ($parts = 1 OR (s.rowid BETWEEN $lo AND $hi
+                          AND s.trace_id IN (SELECT trace_id FROM t_slices WHERE slice = $part)))
 ),
 picks AS (       -- which span of each stage counts, by id only: scalar aggregates are cheap
     -- A citeline span (schema_version set) always beats an OpenInference span of the same
@@ -58,16 +61,6 @@ picks AS (       -- which span of each stage counts, by id only: scalar aggregat
             FILTER (WHERE stage = 'resolution' AND res_marker IS NOT NULL) AS resolution_span,
         arg_max(span_id, {'cl': schema_version IS NOT NULL, 't': end_ns, 's': span_id})
             FILTER (WHERE stage = 'render' AND ren_label IS NOT NULL) AS render_span,
-        -- the stages only OpenInference spans show: analyzer/_openinference.py reads them
-        -- (documents by content, the context from the LLM's prompt, the answer's labels)
-        list_filter([
-            CASE WHEN count_if(stage = 'retrieval' AND schema_version IS NULL) > 0
-                  AND count_if(stage = 'retrieval' AND schema_version IS NOT NULL) = 0 THEN 'retrieval' END,
-            CASE WHEN count_if(stage = 'context' AND schema_version IS NULL) > 0
-                  AND count_if(stage = 'context' AND schema_version IS NOT NULL) = 0 THEN 'context' END,
-            CASE WHEN count_if(stage = 'generation' AND schema_version IS NULL) > 0
-                  AND count_if(stage = 'generation' AND schema_version IS NOT NULL) = 0 THEN 'generation' END
-        ], lambda x: x IS NOT NULL) AS oi_stages,
         -- stage spans whose output could not be read at run time (rare: evaluated on those rows only)
         arg_max({'span': span_id, 'error': adapter_error}, {'t': end_ns, 's': span_id})
             FILTER (WHERE stage = 'retrieval' AND adapter_error IS NOT NULL) AS retrieval_error,
@@ -153,7 +146,8 @@ SELECT
     c.request_span,
     c.retrieval_span,
     coalesce(sr.retrieved, rt.chunk_id, []) AS retrieved,
-    -- no context assembly recorded (e.g. OpenInference-only traces): what was retrieved reached the model
+    -- no context span (citeline's or a reranker's): read off the generation's prompt next
+    -- (prompt_generations.sql, apply_prompt_context.sql); until then, what was retrieved
     c.context_span,
     coalesce(x.chunk_id, sr.retrieved, rt.chunk_id, []) AS context,
     c.generation_span, gen.answer, gen.answer_format, gen.abstained,
@@ -163,8 +157,7 @@ SELECT
     coalesce(gen.map_version, []) AS map_version,
     c.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_chunk_id,
     res.res_version, res.res_uri,
-    c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id,
-    c.oi_stages
+    c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id
 FROM cased AS c
 CROSS JOIN LATERAL (SELECT CASE
         WHEN c.retrieval_span IS NULL AND c.retrieval_error IS NOT NULL THEN {'stage': 'retrieval', 'span': c.retrieval_error.span, 'error': c.retrieval_error.error}

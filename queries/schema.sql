@@ -90,7 +90,11 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_bytes BIGINT;
 -- and the prompt an LLM span was given; NULL on citeline's own spans
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_doc_text VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_doc_meta VARCHAR[];
-ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_prompt VARCHAR;
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_prompt VARCHAR;   -- (citeline generation spans too: input.value)
+-- citeline retrieval spans: each chunk's text when the app records content, and how many chunks
+-- have no OpenInference document on the span (Phoenix holds documents only for the rest)
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_text VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS docs_omitted INTEGER;
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (

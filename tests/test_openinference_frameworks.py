@@ -20,8 +20,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from citeline.analyzer._analyze import analyze
-from citeline.analyzer._openinference import NO_PROMPT
 from citeline.analyzer._phoenix import document_annotation_rows
+from citeline.analyzer._prompt_context import NO_PROMPT
 from citeline.analyzer._store import connect
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
@@ -39,12 +39,12 @@ SPAN = {
     "llama_index": {
         "request": "CitationQueryEngine.query",
         "retrieval": "VectorIndexRetriever.retrieve",
-        "generation": "ScriptedLLM.predict",
+        "generation": "ScriptedLLM.complete",  # the innermost LLM call: predict wraps it
     },
     "llama_index_plain": {
         "request": "RetrieverQueryEngine.query",
         "retrieval": "VectorIndexRetriever.retrieve",
-        "generation": "ScriptedLLM.predict",
+        "generation": "ScriptedLLM.complete",  # the innermost LLM call: predict wraps it
     },
     "langchain": {"request": "RunnableSequence", "retrieval": "KeywordRetriever", "generation": "ScriptedChat"},
     "haystack": {

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer._openinference import Doc, GoldIndex, context_from_prompt
+from citeline.analyzer._prompt_context import context_from_prompt
+from citeline.analyzer._source_openinference import Doc, GoldIndex
 
 WORDS = st.sampled_from(
     "refund window opened device warranty shipping order label policy store receipt days within covers "
