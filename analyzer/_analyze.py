@@ -19,6 +19,7 @@ import polars as pl
 
 from . import _prompt_context as prompt_context
 from . import _source_openinference as openinference
+from . import _structured as structured
 from . import _workers, judges
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
@@ -282,6 +283,7 @@ def analyze(
     judge_options: Mapping[str, Any] | None = None,
     labels: str | Path | None = None,
     abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
+    answer_keys: Mapping[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
@@ -292,6 +294,7 @@ def analyze(
     holds no trace file, or the gold set cannot be read at all.
     """
     support_judge = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
+    keys = structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
     gold_set = load_gold(gold)
     _check_inputs(gold_set, gold, traces)
     own = con is None
@@ -329,6 +332,7 @@ def analyze(
                     "FROM t_traces WHERE case_id IS NULL",
                     {"r": run_id},
                 ),
+                answer_keys=keys,
             )
             joined_by_content += _identity_by_content(con, unjoined)
             _span_chunks(con, run_id, oi_stats)
@@ -452,6 +456,7 @@ def join_traces(
     params: Mapping[str, Any],
     stats: openinference.Stats,
     unmatched: Callable[[], object] | None = None,
+    answer_keys: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """t_traces: the slice's traces joined to their gold cases, each stage filled by the best source
     that observed it (docs/design.md, "Trace sources").
@@ -460,7 +465,8 @@ def join_traces(
        ``t_oi_docs``); 2. ``run_traces.sql`` picks each stage's span, citeline's before another
     source's, and joins the trace to at most one case; ``unmatched`` sees the traces that joined
     none before they are left out; 3. a context no span traced is read off the generation's
-    prompt, whichever source recorded prompt and chunks (``_prompt_context``).
+    prompt, whichever source recorded prompt and chunks (``_prompt_context``); 4. an answer
+    recorded as JSON becomes the structured generation it is (``_structured``).
     """
     openinference.join_documents(con, stats, params)
     con.execute(
@@ -471,6 +477,34 @@ def join_traces(
         unmatched()
     con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
     prompt_context.read(con, stats)
+    _json_answers(con, answer_keys)
+
+
+def _json_answers(con: duckdb.DuckDBPyConnection, answer_keys: Mapping[str, tuple[str, ...]] | None) -> None:
+    """Answers recorded as JSON text: read once per distinct answer, applied in SQL."""
+    answers = [a for (a,) in con.execute(sql("json_answers")).fetchall() if structured.looks_like_json(a)]
+    cols = structured.tables(answers, dict(answer_keys or structured.KEYS))
+    if not cols["answer"]:
+        return
+    register_frame(
+        con,
+        "t_json_answers",
+        columns_table(
+            cols,
+            {
+                "answer": pl.Utf8,
+                "prose": pl.Utf8,
+                "claims": pl.List(pl.Utf8),
+                "ev_claim": pl.List(pl.Int64),
+                "refs": pl.List(pl.Utf8),
+                "norm_refs": pl.List(pl.Utf8),
+                "quotes": pl.List(pl.Utf8),
+                "abstained": pl.Boolean,
+                "error": pl.Utf8,
+            },
+        ),
+    )
+    con.execute(sql("apply_json_answers"))
 
 
 def _usage(judge: Judge) -> dict[str, float]:

@@ -235,24 +235,34 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def _first(obj: Any, names: Sequence[str]) -> Any:
+    for name in names:
+        value = _get(obj, name)
+        if value is not None:
+            return value
+    return None
+
+
 def generation_attributes(answer: Any, content: bool = True) -> dict[str, Any]:
     """The raw answer, its claims when structured, and the label map in force (with content off,
     each quote a content hash instead of its words)."""
     attrs: dict[str, Any] = {}
     claims = _get(answer, "claims") if not isinstance(answer, str) else None
     if isinstance(claims, Sequence) and not isinstance(claims, str):
-        text = _get(answer, "text") or ""
+        # the documented keys, and the seed articles' schema (answerText, claims[].evidence[].
+        # sourceId / chunkId / quotedText)
+        text = _first(answer, ("text", "answerText")) or ""
         attrs[K.CL_ANSWER_FORMAT] = "structured"
         claim_text: list[str] = []
         ev_claim: list[int] = []
         ev_chunk: list[str] = []
         ev_quote: list[str] = []
         for i, claim in enumerate(claims):
-            claim_text.append(str(_get(claim, "text") or ""))
+            claim_text.append(str(_first(claim, ("text", "claim")) or ""))
             for ev in _get(claim, "evidence") or ():
                 ev_claim.append(i)
-                ev_chunk.append(str(_get(ev, "chunk_id") or ""))
-                ev_quote.append(str(_get(ev, "quote") or ""))
+                ev_chunk.append(str(_first(ev, ("chunk_id", "chunkId", "sourceId")) or ""))
+                ev_quote.append(str(_first(ev, ("quote", "quotedText")) or ""))
         attrs[K.CL_CLAIM_TEXT] = claim_text
         attrs[K.CL_EVIDENCE_CLAIM] = ev_claim
         attrs[K.CL_EVIDENCE_CHUNK] = ev_chunk

@@ -100,7 +100,7 @@ label_checks AS ( -- 9. resolution: what each marker meant vs what the app resol
                    AND r.version <> meant_version)) AS res_bad,
            -- rendered elsewhere: no link for the label, another chunk, or another uri than resolved
            t.render_span IS NOT NULL AND (rr.label IS NULL OR rr.chunk_id IS DISTINCT FROM meant_chunk
-               OR (r.uri IS NOT NULL AND rr.uri <> r.uri)) AS ren_bad
+               OR (coalesce(r.uri, '') <> '' AND rr.uri <> r.uri)) AS ren_bad  -- '' is a uri not recorded
     FROM (SELECT trace_id, claim_idx, unnest(labels) AS label FROM t_gen_claims) AS g
     JOIN t_traces AS t USING (trace_id)
     LEFT JOIN res_rows AS r ON r.trace_id = g.trace_id AND r.marker = g.label
@@ -298,7 +298,8 @@ SELECT
                   || coalesce(rationale, 'no reason given')
              WHEN no_judgment THEN 'judge ' || $judge || ' answered ''' || support_label || ''', not one of '
                   || array_to_string($labels, ', ')
-             WHEN starts_with(coalesce(unreadable_error, ''), 'not observed: ')  -- zero-code traces
+             WHEN starts_with(coalesce(unreadable_error, ''), 'not observed: ')  -- a stage nobody traced
+                  OR starts_with(coalesce(unreadable_error, ''), 'not readable: ')  -- a JSON answer of no known shape
                   THEN 'the ' || unreadable_stage || ' stage is ' || unreadable_error
              ELSE 'the ' || unreadable_stage || ' span could not be read ('
                   || coalesce(unreadable_error, 'adapter error')
