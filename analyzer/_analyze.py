@@ -23,7 +23,7 @@ from . import _structured as structured
 from . import _workers, judges
 from ._claims import is_factual, split_claims
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
-from ._ingest import PATTERNS, IngestReport, Problem, ingest, trace_files
+from ._ingest import PATTERNS, IngestReport, Problem, ingest, not_trace_file, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, columns_table, connect, register_frame, sql
@@ -270,8 +270,12 @@ def _check_inputs(gold: GoldSet, gold_path: str | Path, traces: Sequence[str | P
     for p in map(Path, traces or ()):
         if not p.exists():
             raise InputError(f"--traces {p}: no such file or folder; give the folder your app writes traces to")
-        if not trace_files([p]):
+        found = trace_files([p])
+        if not found:
             raise InputError(f"--traces {p}: no trace files in it ({', '.join(PATTERNS)})")
+        if all((why := not_trace_file(f)) is not None for f in found):  # a gold file, a report, a CSV
+            what = f"{p} is not a trace file ({why})" if p.is_file() else f"{p}: none of its files is a trace file"
+            raise InputError(f"--traces {what}; give the folder your app writes traces to")
 
 
 def analyze(
@@ -297,6 +301,7 @@ def analyze(
     keys = structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
     gold_set = load_gold(gold)
     _check_inputs(gold_set, gold, traces)
+    phrases = [*abstain_phrases, *gold_set.abstain_phrases]  # the gold file may add its own
     own = con is None
     con = con or connect(db)
     try:
@@ -339,7 +344,7 @@ def analyze(
             _content_drift(con)
             con.execute(sql("restricted_by_content"))
             phase("splitting answers into claims" + of)
-            _answer_tables(con, abstain_phrases)
+            _answer_tables(con, phrases)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
             _similarity_table(con)
             con.execute(
@@ -393,6 +398,7 @@ def analyze(
                     f"{joined_by_content} chunk id(s) the app did not give joined the gold corpus by content hash; "
                     f"{len(unjoined)} joined nothing (their text is not in the gold corpus, or met two texts): "
                     f"{', '.join(sorted(unjoined)[:5])}",
+                    skipped=False,
                 )
             )
         report.problems.extend(openinference.problems(oi_stats))

@@ -62,7 +62,7 @@ def _print_result(result: Any, fmt: str) -> None:
         console.print(detail)
     if result.skipped:
         console.print(f"[yellow]{result.skipped} input item(s) skipped:[/yellow]")
-        for p in result.problems()[:20]:
+        for p in [line for skipped, line in result.problem_lines() if skipped][:20]:
             console.print("  " + term(p), markup=False, highlight=False)
 
 
@@ -90,6 +90,16 @@ def _analyze(args: argparse.Namespace) -> int:
     judge = _load_judge(args)
     if judge is None:
         return 0 if args.judge == "list" else 2
+    keys: dict[str, str] = {}
+    for opt in args.answer_key or []:
+        role, sep, key = opt.partition("=")
+        if not sep or not role.strip() or not key.strip():
+            _err(f"citeline: --answer-key {opt!r}: write ROLE=KEY, e.g. claims=statements")
+            return 2
+        keys[role.strip()] = key.strip()
+    from ._analyze import DEFAULT_ABSTAIN_PHRASES
+    from ._structured import AnswerKeysError
+
     try:
         result = analyze(
             args.db,
@@ -97,16 +107,18 @@ def _analyze(args: argparse.Namespace) -> int:
             traces=args.traces or None,
             judge=judge,
             labels=args.labels,
+            abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
+            answer_keys=keys,
             progress=show,
             on_phase=(lambda name: _err(f"{name}...")) if show else None,
         )
-    except InputError as exc:
+    except (InputError, AnswerKeysError) as exc:
         _err(f"citeline: {exc}")
         return 2
     result.phoenix_url = _phoenix_url(args)
     _print_result(result, args.format)
-    for p in result.problems():
-        _err(f"citeline: skipped: {p}")
+    for skipped, line in result.problem_lines():  # the lines that say "skipped" are the JSON's `skipped`
+        _err(f"citeline: {'skipped' if skipped else 'note'}: {line}")
     if result.warnings:  # draft gold cases: used, and said once per run
         _err(
             f"citeline: warning: {len(result.warnings)} gold case(s) are drafts (status: draft), e.g. "
@@ -138,6 +150,8 @@ def _validate(args: argparse.Namespace) -> int:
         print(term(f"warning: {w}"))
     drafts = f", {len(gold.warnings)} warning(s)" if gold.warnings else ""
     print(f"{len(gold.corpus)} chunks, {len(gold.cases)} cases, {len(gold.errors)} problem(s){drafts}")
+    if gold.unreadable is not None:  # nothing could be read: the input cannot be used
+        return 2
     return 1 if gold.errors else 0
 
 
@@ -509,6 +523,20 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
     _judge_args(an)
     an.add_argument("--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge")
+    an.add_argument(
+        "--abstain-phrase",
+        action="append",
+        metavar="TEXT",
+        help="a phrase that marks an answer as an abstention, besides the defaults (docs/analyzer.md lists "
+        "them) and the gold file's abstain_phrases (repeatable), e.g. --abstain-phrase 'outside my knowledge'",
+    )
+    an.add_argument(
+        "--answer-key",
+        action="append",
+        metavar="ROLE=KEY",
+        help="the key your JSON answers use for a role (repeatable): text, claims, claim_text, evidence, "
+        "chunk_id, quote, abstained; e.g. --answer-key claims=statements (docs/analyzer.md)",
+    )
     an.add_argument("--format", choices=("table", "json"), default="table")
     an.add_argument("--quiet", action="store_true", help="no progress output")
     an.add_argument("--phoenix", help="Phoenix base URL: failing claims get span links (or CITELINE_PHOENIX_URL)")

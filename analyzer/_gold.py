@@ -95,10 +95,14 @@ class GoldSet:
     source: str = ""
     unreadable: str | None = None
     """Why the set as a whole could not be read (then it holds nothing); None when it could."""
+    abstain_phrases: list[str] = field(default_factory=list)
+    """More phrases that mark an answer as an abstention (top-level ``abstain_phrases:``)."""
 
 
 #: bounds for a gold file someone else wrote: anchors a real gold set needs, nesting far past its shape
 MAX_ALIASES = 100
+#: ... and the values all aliases together may stand for (a bomb nests few aliases many levels deep)
+MAX_EXPANDED = 100_000
 MAX_DEPTH = 50
 
 
@@ -122,6 +126,22 @@ class _LineLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._aliases = 0
         self._depth = 0
+        self._expanded = 0  # nodes the aliases stand for: what constructing the document will build
+        self._sizes: dict[int, int] = {}
+
+    def _size(self, node: Any) -> int:
+        """Nodes in ``node``'s subtree, aliases counted at their full size (memoised: an alias of an
+        alias of ... is sized once per anchor)."""
+        known = self._sizes.get(id(node))
+        if known is not None:
+            return known
+        size = 1
+        if isinstance(node, yaml.MappingNode):
+            size += sum(self._size(k) + self._size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            size += sum(self._size(v) for v in node.value)
+        self._sizes[id(node)] = size
+        return size
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()  # type: ignore[no-untyped-call]
@@ -133,6 +153,14 @@ class _LineLoader(yaml.SafeLoader):
                     line,
                     f"more than {MAX_ALIASES} aliases (*name): refused, a gold set needs none (alias bomb?)",
                 )
+            anchor = self.anchors.get(event.anchor)
+            if anchor is not None:
+                self._expanded += self._size(anchor)
+                if self._expanded > MAX_EXPANDED:
+                    raise _Hostile(
+                        line,
+                        f"aliases (*name) that expand to more than {MAX_EXPANDED:,} values: refused (alias bomb?)",
+                    )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -198,7 +226,7 @@ class _Reader:
                 self.error(where, key, "required field is missing")
             return None if required else ""
         if isinstance(value, bool | list | dict):
-            self.error(where, key, f"must be a string, got {type(value).__name__}")
+            self.error(where, key, f"must be a string, got {_kind(value)}")
             return None
         return str(value)
 
@@ -224,6 +252,19 @@ class _Reader:
             self.error(where, key, "must be a list of strings")
             return None
         return [str(v) for v in value]
+
+
+def _kind(value: Any) -> str:
+    """What a YAML/JSON value is, in the file's words (never an internal class name)."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "null" if value is None else "a value of another kind"
 
 
 def _where(rec: Any, fallback: str, items: Any = None, i: int = 0) -> str:
@@ -401,6 +442,11 @@ def load_gold(path: str | Path) -> GoldSet:
     if path.is_dir():
         corpus_file, cases_file = path / "corpus.jsonl", path / "cases.jsonl"
         for f in (corpus_file, cases_file):
+            if f.is_dir():
+                why = f"{f.name} is a folder; a gold folder holds the files corpus.jsonl and cases.jsonl"
+                gold.errors.append(GoldError(str(f), "-", "-", why))
+                gold.unreadable = why
+                return gold
             if not f.exists():
                 gold.errors.append(
                     GoldError(str(f), "-", "-", "missing: a gold folder holds corpus.jsonl and cases.jsonl")
@@ -449,6 +495,8 @@ def load_gold(path: str | Path) -> GoldSet:
         return gold
     _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]", corpus, i)) for i, rec in enumerate(corpus)])
     _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]", cases, i)) for i, rec in enumerate(cases)])
+    phrases = r.str_list(data, _where(data, "abstain_phrases"), "abstain_phrases")
+    gold.abstain_phrases = [p for p in phrases or [] if p.strip()]
     gold.errors.extend(r.errors)
     gold.warnings.extend(r.warnings)
     return gold

@@ -23,7 +23,7 @@ import orjson
 
 from . import _streaming
 from ._store import SCHEMA_VERSIONS, run
-from ._streaming import MAX_LINE_BYTES, NEWLINE, TooLarge, measure
+from ._streaming import MAX_LINE_BYTES, TooLarge, measure
 
 PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
 # One query reads a batch of files: fewer queries are faster (one query per file was 2-4x
@@ -46,6 +46,9 @@ class Problem:
     place: str
     field: str
     message: str
+    skipped: bool = True
+    """False for what was read but is worth saying (a stage that could not be read stays in the chain
+    and makes its claims not_evaluable; chunk ids joined by content): a note, not a skip."""
 
     def __str__(self) -> str:
         return f"{self.source}:{self.place}: {self.field}: {self.message}"
@@ -82,9 +85,10 @@ def duckdb_path(path: str) -> str:
 
 
 _SNIFF_BYTES = 64 * 1024
+_BOM = b"\xef\xbb\xbf"
 
 
-def _not_trace_file(path: Path) -> str | None:
+def not_trace_file(path: Path) -> str | None:
     """Why ``path`` cannot be a trace file, or None. Looks at the start of its first line only
     (a gzip file truncated further on is found when its batch fails: :func:`_broken_gzip`)."""
     try:
@@ -98,11 +102,14 @@ def _not_trace_file(path: Path) -> str | None:
                 head = f.read(_SNIFF_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         return f"not a readable gzip file ({type(exc).__name__}: {exc})"
-    first = head.lstrip().split(NEWLINE, 1)[0]
-    if not first:
+    head = head.removeprefix(_BOM)
+    if not head.strip():
         return None  # empty or blank: nothing to read, nothing wrong
-    if not first.startswith(b"{") or b'"resourceSpans"' not in first:
-        return "not a trace file: its first line is not an OTLP ExportTraceServiceRequest (resourceSpans)"
+    # A file is judged line by line: one whose start holds no OTLP request at all is someone
+    # else's file (one problem, not one per line); any other file is read, and each line that
+    # is not a trace is named on its own (a bad first line does not cost the good ones)
+    if b'"resourceSpans"' not in head:
+        return "not a trace file: no line of its first 64 KiB is an OTLP ExportTraceServiceRequest (resourceSpans)"
     return None
 
 
@@ -118,15 +125,17 @@ def _broken_gzip(path: Path) -> str | None:
     return None
 
 
-def _diagnose(path: Path, long_why: str | None = None) -> tuple[int, list[Problem]]:
+def _diagnose(
+    path: Path, long_why: str | None = None, was_read: Callable[[bytes], bool] = lambda _line: False
+) -> tuple[int, list[Problem]]:
     """Lines in ``path``, and every line of it DuckDB could not read, named: truncated JSON, binary
     junk, wrong shape, too long. Streamed: one line in memory at a time. ``long_why`` says why the
     lines over LINE_BYTES could not be read, when reading them alone failed (the memory limit)."""
     problems: list[Problem] = []
     count = 0
-    for n, line, length in _streaming.lines(path, hold=LINE_BYTES):
+    for n, raw, length in _streaming.lines(path, hold=LINE_BYTES):
         count = n
-        if line is None:
+        if raw is None:
             if length > MAX_LINE_BYTES:
                 why = f"longer than the {MAX_LINE_BYTES:,} citeline reads"
             elif long_why:
@@ -143,15 +152,18 @@ def _diagnose(path: Path, long_why: str | None = None) -> tuple[int, list[Proble
                 )
             )
             continue
-        if not line.strip():
+        if not raw.strip():
             continue
+        line = (raw.removeprefix(_BOM) if n == 1 else raw).removesuffix(b"\r")
         try:
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
+            if was_read(line):  # DuckDB read it (orjson refuses what it nests deeper than 1024, say)
+                continue
             kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or _not_utf8(line) else "invalid JSON"
             problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
             continue
-        if not isinstance(doc, dict) or "resourceSpans" not in doc:
+        if (not isinstance(doc, dict) or "resourceSpans" not in doc) and not was_read(line):
             problems.append(
                 Problem(
                     str(path),
@@ -171,9 +183,33 @@ def _not_utf8(line: bytes) -> bool:
     return False
 
 
-def _whole(size: int, lines: int, covered: int) -> bool:
-    """Did the lines that gave spans cover the file (each line plus its newline)?"""
-    return covered in (size, size + 1) or (size == 0 and lines == 0)
+@dataclass(frozen=True)
+class _Ends:
+    """How a file's lines are written: a byte-order mark first, CRLF line ends."""
+
+    bom: bool = False
+    crlf: bool = False
+
+
+def _ends(path: Path) -> _Ends:
+    """Read off the file's first 64 KiB (the sniff's bytes: no second pass over the file)."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return _Ends()
+    return _Ends(head.startswith(_BOM), b"\r\n" in head)
+
+
+def _whole(size: int, lines: int, covered: int, ends: _Ends = _Ends()) -> bool:
+    """Did the lines that gave spans cover the file (each line plus its newline)? DuckDB reads a
+    line without a leading byte-order mark and without the \\r of a CRLF line end."""
+    extra = size - covered - (len(_BOM) if ends.bom else 0) - (lines if ends.crlf else 0)
+    return extra in (0, -1) or (ends.crlf and extra == -2) or (size == 0 and lines == 0)
 
 
 _LINE_TABLES = ("spans", "t_batch")
@@ -269,7 +305,7 @@ def ingest(
         if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
             continue
-        why = _not_trace_file(f)
+        why = not_trace_file(f)
         if why is None and f.suffix == ".gz":
             try:
                 unpacked[f] = _streaming.decompressed_size(f)
@@ -333,6 +369,7 @@ def ingest(
         if progress:
             progress(done, total)
     con.execute("DROP TABLE IF EXISTS t_batch")
+    report.skipped = sum(p.skipped for p in report.problems)  # one count, the same as the lines that say so
     return report
 
 
@@ -397,7 +434,8 @@ def _settle(
     _spans, lines, covered = read.get(str(f), (0, 0, 0))
     spans = stored.get(str(f), (0, 0, 0))[0]
     earlier = before.get(str(f), (0, 0, 0))[0]  # spans stored from an earlier, shorter version
-    if _whole(size if unpacked is None else unpacked, lines, covered):
+    ends = _ends(f)
+    if _whole(size if unpacked is None else unpacked, lines, covered, ends):
         return lines, spans - earlier, 0
     shape = measure(f, MAX_LINE_BYTES)  # the slow path: the longest line, streamed
     long_why = None
@@ -410,9 +448,23 @@ def _settle(
         else:
             _spans, lines, covered = _read_lines(con, [str(f)], "t_batch").get(str(f), (0, 0, 0))
             spans = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))[0]
-            if _whole(shape.size, lines, covered):
+            if _whole(shape.size, lines, covered, ends):
                 return lines, spans - earlier, 0
-    count, found = _diagnose(f, long_why)  # some line gave no span: name each bad one
+    read_lines = {
+        (int(h), int(b))
+        for h, b in con.execute(
+            "SELECT DISTINCT line_hash, line_bytes FROM spans WHERE source_file = $f "
+            "UNION SELECT DISTINCT line_hash, line_bytes FROM t_batch WHERE source_file = $f",
+            {"f": str(f)},
+        ).fetchall()
+    }
+
+    def was_read(line: bytes) -> bool:
+        text = line.decode("utf-8", "replace")
+        (h,) = con.execute("SELECT hash($t)", {"t": text}).fetchall()[0]
+        return (int(h), len(line)) in read_lines
+
+    count, found = _diagnose(f, long_why, was_read)  # some line gave no span: name each bad one
     report.problems.extend(found)
     report.skipped += len(found)
     return count, spans - earlier, len(found)
@@ -462,5 +514,5 @@ def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Pro
             )
         else:
             message = f"{stage} span without {fld}: the stage is left out of this trace's chain"
-        out.append(Problem(source, place, fld, message))
+        out.append(Problem(source, place, fld, message, skipped=fld != "citeline.adapter_error" or unknown))
     return out

@@ -115,6 +115,10 @@ class AnalysisResult:
     def problems(self) -> list[str]:
         return [str(p) for p in self.ingest.problems] + [str(e) for e in self.gold_errors]
 
+    def problem_lines(self) -> list[tuple[bool, str]]:
+        """(skipped, line) per problem: skipped input (counted in ``skipped``), or a note on what was read."""
+        return [(p.skipped, str(p)) for p in self.ingest.problems] + [(True, str(e)) for e in self.gold_errors]
+
     def write_json(self, out: IO[str], batch: int = 10_000) -> None:
         """The same object as :meth:`to_json`, written as it is read: the claims, cases and unmatched
         traces stream from the store in batches, so a run of millions of claims costs a batch of

@@ -166,6 +166,7 @@ def problems(stats: Stats) -> list[Problem]:
                 f"{len(stats.unjoined)} document(s) of {stats.traces} OpenInference-only trace(s) joined no gold "
                 f"chunk (joined: {how}); give documents the gold chunk id in metadata.chunk_id, or their text: "
                 + ", ".join(sorted(stats.unjoined)[:5]),
+                skipped=False,
             )
         )
     if stats.no_prompt:
@@ -176,6 +177,7 @@ def problems(stats: Stats) -> list[Problem]:
                 "llm.input_messages",
                 f"{stats.no_prompt} OpenInference-only trace(s) recorded no prompt on the LLM span: their claims are "
                 "not_evaluable; add @context_assembly or let the instrumentor record inputs",
+                skipped=False,
             )
         )
     return out

@@ -52,8 +52,8 @@ def test_analyze_output_saved_in_the_trace_folder_is_named_once(
     result = analyze(tmp_path / "s2.duckdb", gold=gold_path(), traces=[mine])
     assert result.summary == summary
     assert result.problems() == [
-        f"{mine / 'a.json'}:-: -: not a trace file: its first line is not an OTLP ExportTraceServiceRequest "
-        "(resourceSpans); file skipped"
+        f"{mine / 'a.json'}:-: -: not a trace file: no line of its first 64 KiB is an OTLP "
+        "ExportTraceServiceRequest (resourceSpans); file skipped"
     ]  # was 364 problems
 
 
