@@ -325,6 +325,13 @@ def _annotate(args: argparse.Namespace) -> int:
         f"run {run_id}: {report.document_annotations} retrieved document(s) marked support or not "
         "('citeline.gold_relevance')"
     )
+    if report.documents_not_held:
+        print(
+            f"run {run_id}: {report.documents_not_held} retrieved chunk(s) have no OpenInference document on their "
+            "span (its attribute limit), so Phoenix holds none to annotate: left out"
+        )
+    for span, why in report.rejected:
+        _err(f"citeline: Phoenix refused the annotations of span {span}: {why}")
     if report.invalid_spans:
         _err(
             f"citeline: {len(report.invalid_spans)} span id(s) in the store are not OTLP span ids (16 hex digits) "
@@ -335,7 +342,7 @@ def _annotate(args: argparse.Namespace) -> int:
             f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "
             + ", ".join(report.missing_spans[:10]),
         )
-    return 0
+    return 1 if report.rejected else 0  # something Phoenix refused is lost: say so in the exit code
 
 
 def _open_for_reading(db: str) -> Any:

@@ -289,6 +289,11 @@ class AnnotateReport:
     document_annotations: int = 0
     #: span ids that are not OTLP span ids (16 hex digits): never sent, named here
     invalid_spans: list[str] = field(default_factory=list)
+    #: retrieved chunks with no OpenInference document on their span (the span's attribute limit):
+    #: Phoenix holds no document at that position, so none is annotated there
+    documents_not_held: int = 0
+    #: annotations Phoenix refused, one (span, reason) each; the others still landed
+    rejected: list[tuple[str, str]] = field(default_factory=list)
 
 
 def claim_identifier(trace_id: str, case_id: str | None, gold_claim_id: str | None, claim_text: str | None) -> str:
@@ -362,6 +367,16 @@ def trace_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[d
 DOCUMENT_NAME = "citeline.gold_relevance"
 
 
+def documents_not_held(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
+    """Retrieved chunks of the run's traces that have no OpenInference document on their span."""
+    rows = con.execute(
+        "SELECT coalesce(sum(s.docs_omitted), 0) FROM case_results AS c "
+        "JOIN spans AS s ON s.trace_id = c.trace_id AND s.stage = 'retrieval' WHERE c.run_id = $r",
+        {"r": run_id},
+    ).fetchall()
+    return int(rows[0][0])
+
+
 def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: str = "CODE") -> list[dict[str, Any]]:
     """Each document of each retrieval span of a joined trace: score 1 when it is a gold support chunk
     of the trace's case, else 0 (by chunk id, in the order the span recorded them; a document the run
@@ -372,7 +387,9 @@ def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: 
     writes LLM so they appear, at the price of a kind that is not true."""
     rows = con.execute(
         """
-        SELECT s.span_id, coalesce(j.chunk_ids, s.chunk_id) AS chunk_id, coalesce(r.chunk_ids, []) AS support
+        SELECT s.span_id, coalesce(j.chunk_ids, s.chunk_id) AS chunk_id, coalesce(r.chunk_ids, []) AS support,
+               -- Phoenix holds a document per position the span wrote one for
+               len(s.chunk_id) - coalesce(s.docs_omitted, 0) AS held
         FROM case_results AS c
         JOIN spans AS s ON s.trace_id = c.trace_id AND s.stage = 'retrieval'
         LEFT JOIN run_support AS r ON r.run_id = c.run_id AND r.case_id = c.case_id
@@ -383,9 +400,9 @@ def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: 
         {"r": run_id},
     ).fetchall()
     out = []
-    for span_id, chunk_ids, support in rows:
+    for span_id, chunk_ids, support, held in rows:
         wanted = set(support)
-        for position, chunk_id in enumerate(chunk_ids):
+        for position, chunk_id in enumerate(chunk_ids[: max(0, held)]):
             hit = chunk_id in wanted
             out.append(
                 {
@@ -412,27 +429,28 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
     rest = _Rest(url)
     try:
         for batch in _batches(rows, BATCH):
-            taken = list(batch) if _post(rest, url, batch) else []
+            taken = list(batch) if _post(rest, url, batch, report=report) else []
             if not taken:
-                # a span Phoenix does not know sinks the whole batch: post one by one to name it
+                # a span Phoenix does not know (or refuses) sinks the whole batch: one by one, to name it
                 for item in batch:
-                    if _post(rest, url, [item]):
+                    if _post(rest, url, [item], report=report, one=True):
                         taken.append(item)
-                    elif item["span_id"] not in report.missing_spans:
+                    elif item["span_id"] not in report.missing_spans and not _refused(report, item):
                         report.missing_spans.append(item["span_id"])
             report.annotations += sum(1 for item in taken if item["name"] == NAME)
             report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
             report.batches += 1
         documents = _targets(document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE"), report)
+        report.documents_not_held = documents_not_held(con, run_id)
         for batch in _batches(documents, BATCH):
-            if _post(rest, url, batch, documents=True):
+            if _post(rest, url, batch, documents=True, report=report):
                 report.document_annotations += len(batch)
                 continue
             for span_id in sorted({item["span_id"] for item in batch}):  # name the span Phoenix does not know
                 mine = [item for item in batch if item["span_id"] == span_id]
-                if _post(rest, url, mine, documents=True):
+                if _post(rest, url, mine, documents=True, report=report, one=True):
                     report.document_annotations += len(mine)
-                elif span_id not in report.missing_spans:
+                elif span_id not in report.missing_spans and not _refused(report, mine[0]):
                     report.missing_spans.append(span_id)
     finally:
         rest.close()
@@ -450,8 +468,20 @@ def _targets(items: list[dict[str, Any]], report: AnnotateReport) -> list[dict[s
     return kept
 
 
-def _post(rest: _Rest, url: str, items: Sequence[dict[str, Any]], documents: bool = False) -> bool:
-    """True when Phoenix took the annotations; False when it does not know a span (404)."""
+def _refused(report: AnnotateReport, item: dict[str, Any]) -> bool:
+    return any(span == item["span_id"] for span, _why in report.rejected)
+
+
+def _post(
+    rest: _Rest,
+    url: str,
+    items: Sequence[dict[str, Any]],
+    documents: bool = False,
+    report: AnnotateReport | None = None,
+    one: bool = False,
+) -> bool:
+    """True when Phoenix took the annotations; False when it does not know a span (404) or refused
+    them (4xx: posted ``one`` span's items at a time, the refusal is named in ``report.rejected``)."""
     import httpx
 
     try:
@@ -460,7 +490,13 @@ def _post(rest: _Rest, url: str, items: Sequence[dict[str, Any]], documents: boo
         else:
             rest.annotate(items)
     except httpx.HTTPStatusError as exc:
-        if exc.response.status_code == 404:
+        code = exc.response.status_code
+        if code == 404:
+            return False
+        if report is not None and 400 <= code < 500 and code not in (401, 403):
+            if one:  # this span's annotations only: name it, keep going
+                why = redact_text(exc.response.text[:200], [os.environ.get("PHOENIX_API_KEY")])
+                report.rejected.append((str(items[0]["span_id"]), f"HTTP {code}: {why}"))
             return False
         raise _explain(exc, url) from exc
     except Exception as exc:  # every other failure becomes one clear message
