@@ -18,7 +18,7 @@ from typing import Any
 from . import _keys as K
 from ._chunks import Columns, chunk_items, content_hash
 from ._otlp_json import dumps
-from ._prompt import chunks_in_arguments, chunks_in_prompt
+from ._prompt import chunks_in_arguments, chunks_in_prompt, prompt_text
 
 #: attribute slots kept free for the host's own or auto-instrumentation attributes
 _RESERVED_SLOTS = 8
@@ -161,7 +161,8 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
         # the first string argument: a query, but a context step may be handed the context text itself
         text = first_text_arg(args, kwargs, ("query", "question", "q"))
     elif stage == "generation" and args:
-        text = text_of(args[0])
+        # the prompt: a string or an object holding one, or chat messages (OpenAI dicts, LangChain, ...)
+        text = text_of(args[0]) if not isinstance(args[0], list | tuple) else prompt_text(args[0])
     if text is None:
         return attrs
     if not content:  # a hash and a length stand for it: no text of anyone's in the span

@@ -148,7 +148,7 @@ rows AS (
 judged AS (
     SELECT r.*, t.expect, t.retrieved, t.context, t.as_of, t.started_at,
            t.request_span, t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
-           t.unreadable_stage, t.unreadable_span, t.unreadable_error,
+           t.unreadable_stage, t.unreadable_span, t.unreadable_error, t.retrieval_observed,
            coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
            g.text AS gen_text, coalesce(g.cited, []) AS cited, coalesce(g.invalid, []) AS invalid,
            coalesce(h.label, jg.label, jc.label) AS support_label,
@@ -187,8 +187,10 @@ flagged AS (
            -- (a label map read off an unobservable context says nothing about the markers)
            len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS f_invalid,
            s.what IS NOT NULL OR f_drift AS f_fresh,
-           j.has_bundles AND NOT j.bundle_retrieved AS f_miss,
-           j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AS f_drop,
+           j.has_bundles AND NOT j.bundle_retrieved AND j.retrieval_observed AS f_miss,
+           j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AND j.retrieval_observed AS f_drop,
+           -- no retrieval traced and the support is not in the context: missed or dropped, nobody can tell
+           j.has_bundles AND NOT j.bundle_in_context AND NOT j.retrieval_observed AS f_unseen,
            CASE
                WHEN j.gold_claim_id = '(abstain)' THEN NOT j.abstains
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NULL
@@ -222,7 +224,7 @@ evaluable AS (
     SELECT f.*,
            -- (an unreadable context or generation leaves what the retrieval showed standing)
            -- (restricted chunks reached a request that names no principal: access cannot be decided)
-           f.f_who
+           f.f_who OR f.f_unseen
            OR coalesce(f.unreadable_stage = 'retrieval'
                     OR (f.unreadable_stage = 'context' AND NOT f_miss)
                     OR (f.unreadable_stage = 'generation' AND NOT (f_miss OR f_drop)), false)
@@ -266,8 +268,8 @@ SELECT
     bucket,
     CASE bucket
         WHEN 'access_violation' THEN access_stage
-        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN 'request' WHEN no_judgment THEN 'generation'
-                                       ELSE unreadable_stage END
+        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN 'request' WHEN f_unseen THEN 'retrieval'
+                                       WHEN no_judgment THEN 'generation' ELSE unreadable_stage END
         WHEN 'freshness' THEN 'retrieval'
         WHEN 'retrieval_miss' THEN 'retrieval'
         WHEN 'context_drop' THEN 'context'
@@ -277,8 +279,8 @@ SELECT
     END AS stage,
     CASE bucket
         WHEN 'access_violation' THEN access_span
-        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN request_span WHEN no_judgment THEN generation_span
-                                       ELSE unreadable_span END
+        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN request_span WHEN f_unseen THEN request_span
+                                       WHEN no_judgment THEN generation_span ELSE unreadable_span END
         WHEN 'freshness' THEN retrieval_span
         WHEN 'retrieval_miss' THEN retrieval_span
         WHEN 'context_drop' THEN context_span
@@ -293,6 +295,8 @@ SELECT
              WHEN f_who THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
                   || ', and the request names no principal, so access cannot be checked: record '
                   || 'request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)'
+             WHEN f_unseen THEN 'the retrieval stage is not observed: the support is not in the context, and no span '
+                  || 'shows whether it was retrieved (a miss) or dropped after (a drop); add @retrieval'
              WHEN no_judgment AND support_label IS NULL THEN 'judge ' || $judge || ' gave no verdict for this claim'
              WHEN no_judgment AND support_label = 'not_applicable' THEN 'judge ' || $judge || ' could not decide: '
                   || coalesce(rationale, 'no reason given')

@@ -145,7 +145,10 @@ SELECT
     make_timestamp(c.started_ns // 1000) AS started_at,
     c.request_span,
     c.retrieval_span,
-    coalesce(sr.retrieved, rt.chunk_id, []) AS retrieved,
+    -- no retrieval span of any source: what reached the model was retrieved, the rest is unknown
+    -- (a support missing from the context is then neither a miss nor a drop: classify.sql)
+    c.retrieval_span IS NOT NULL OR c.retrieval_error IS NOT NULL AS retrieval_observed,
+    coalesce(sr.retrieved, rt.chunk_id, CASE WHEN c.retrieval_span IS NULL THEN x.chunk_id END, []) AS retrieved,
     -- no context span (citeline's or a reranker's): read off the generation's prompt next
     -- (prompt_generations.sql, apply_prompt_context.sql); until then, what was retrieved
     c.context_span,
@@ -165,6 +168,9 @@ CROSS JOIN LATERAL (SELECT CASE
         WHEN c.generation_span IS NULL AND c.generation_error IS NOT NULL THEN {'stage': 'generation', 'span': c.generation_error.span, 'error': c.generation_error.error}
         WHEN c.resolution_span IS NULL AND c.resolution_error IS NOT NULL THEN {'stage': 'resolution', 'span': c.resolution_error.span, 'error': c.resolution_error.error}
         WHEN c.render_span IS NULL AND c.render_error IS NOT NULL THEN {'stage': 'render', 'span': c.render_error.span, 'error': c.render_error.error}
+        -- no span of any source shows the answer: nothing the model said can be judged
+        WHEN c.generation_span IS NULL AND c.generation_error IS NULL THEN {'stage': 'generation', 'span': c.request_span,
+             'error': 'not observed: no span recorded the answer; add @generation (or an instrumentor for the LLM calls)'}
     END AS err) AS u
 LEFT JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
 LEFT JOIN several_retrievals AS sr ON sr.trace_id = c.trace_id

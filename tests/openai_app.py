@@ -29,6 +29,7 @@ from citeline.instrumentation import context_assembly, generation, render, reque
 from tests.oi_apps import CORPUS, TEXT, Scenario, label_of
 
 PUBLIC = {"id": "bob", "groups": ["public"]}
+STAGES = frozenset({"retrieval", "context", "generation", "resolution", "render"})
 MODEL = "scripted-model"
 SYSTEM = "Answer only from these sources and cite each fact as [n], the number of its source."
 
@@ -146,37 +147,48 @@ def _embed(text: str) -> list[float]:  # a hosted embedding model cannot run her
     return v
 
 
+_INDEXES: dict[tuple[str, ...], Any] = {}
+
+
 class App:
     """One question at a time: Qdrant search -> a prompt written by hand -> the openai SDK."""
 
-    def __init__(self, base_url: str, scenario: Scenario, *, decorated: bool, call: str = "plain", faults: str = ""):
+    def __init__(
+        self,
+        base_url: str,
+        scenario: Scenario,
+        *,
+        decorated: bool = True,
+        call: str = "plain",
+        faults: str = "",
+        decorators: frozenset[str] | None = None,
+    ):
         from openai import OpenAI
         from qdrant_client import QdrantClient, models
 
         self.client = OpenAI(base_url=base_url, api_key="sk-test-not-a-key", max_retries=0)
         self.scenario, self.decorated, self.call, self.faults = scenario, decorated, call, faults
-        self.db = QdrantClient(":memory:")
-        self.db.create_collection("kb", vectors_config=models.VectorParams(size=256, distance=models.Distance.COSINE))
         # this app's index has no holiday page (a superseded chunk that ranks high here would turn
         # every "cite another chunk" scenario into freshness)
         docs = [c for c in scenario.corpus() if c["chunk_id"] != "returns-holiday#window"]
-        self.db.upsert(
-            "kb",
-            points=[models.PointStruct(id=i, vector=_embed(c["text"]), payload=c) for i, c in enumerate(docs)],
-        )
-        self.search = retrieval(self._search)  # the one decorator both modes have
-        if decorated:
-            self.build = context_assembly(self._build)
-            self.generate = generation(self._generate_stream if call == "stream" else self._generate)
-            self.resolve = resolution(self._resolve)
-            self.show = render(self._render)
-        else:
-            self.build, self.generate, self.resolve, self.show = (
-                self._build,
-                self._generate,
-                self._resolve,
-                self._render,
+        key = tuple(c["chunk_id"] for c in docs)
+        if key not in _INDEXES:  # one index per corpus, built once: the app's own startup cost
+            db = QdrantClient(":memory:")
+            db.create_collection("kb", vectors_config=models.VectorParams(size=256, distance=models.Distance.COSINE))
+            db.upsert(
+                "kb",
+                points=[models.PointStruct(id=i, vector=_embed(c["text"]), payload=c) for i, c in enumerate(docs)],
             )
+            _INDEXES[key] = db
+        self.db = _INDEXES[key]
+        # which stage decorators the app carries: all of them, only @retrieval (the instrumented mode), or any subset
+        on = decorators if decorators is not None else (STAGES if decorated else frozenset({"retrieval"}))
+        self.search = retrieval(self._search) if "retrieval" in on else self._search
+        self.build = context_assembly(self._build) if "context" in on else self._build
+        gen = self._generate_stream if call == "stream" else self._generate
+        self.generate = generation(gen) if "generation" in on else self._generate
+        self.resolve = resolution(self._resolve) if "resolution" in on else self._resolve
+        self.show = render(self._render) if "render" in on else self._render
 
     def _search(self, query: str) -> list[dict[str, Any]]:
         hits = self.db.query_points("kb", query=_embed(query), limit=3).points
