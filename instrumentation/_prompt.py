@@ -105,7 +105,10 @@ def chunks_in_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Colum
 
 
 def _label_before(window: str) -> str | None:
-    named = _BRACKETED.findall(window) or _NAMED.findall(window) or _PARENS.findall(window)
+    # a label names a source, so it has a digit: "[n]" or "[k]" in a prompt's instructions is a
+    # placeholder, even when it stands just before the first chunk
+    bracketed = [b for b in _BRACKETED.findall(window) if any(c.isdigit() for c in b)]
+    named = bracketed or _NAMED.findall(window) or _PARENS.findall(window)
     if named:
         return str(named[-1])
     bare = _BARE.search(window)

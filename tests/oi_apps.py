@@ -180,7 +180,12 @@ def _words(text: str) -> list[str]:
 
 
 def run_llama_index(
-    scenario: Scenario, provider: Any, *, citation_chunk_size: int = 512, engine: str = "citation"
+    scenario: Scenario,
+    provider: Any,
+    *,
+    citation_chunk_size: int = 512,
+    engine: str = "citation",
+    qa_template: str | None = None,
 ) -> str:
     """A VectorStoreIndex behind LlamaIndex's CitationQueryEngine (or, with engine="plain", the index's
     default query engine, whose prompt numbers nothing); the answer text."""
@@ -231,7 +236,12 @@ def run_llama_index(
         docs = [Document(text=c["text"], metadata={"uri": c["uri"]}) for c in scenario.corpus()]
         index = VectorStoreIndex.from_documents(docs)
         if engine == "plain":
-            query_engine = index.as_query_engine(similarity_top_k=3, node_postprocessors=[DropSome()])
+            extra: dict[str, Any] = {}
+            if qa_template is not None:
+                from llama_index.core import PromptTemplate
+
+                extra["text_qa_template"] = PromptTemplate(qa_template)
+            query_engine = index.as_query_engine(similarity_top_k=3, node_postprocessors=[DropSome()], **extra)
         else:
             query_engine = CitationQueryEngine.from_args(
                 index,

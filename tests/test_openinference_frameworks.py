@@ -210,3 +210,22 @@ def test_document_relevance_for_phoenix_reads_documents_as_the_gold_chunks_they_
     assert {d for d in docs if d[2] == "support"} == {(SPAN[framework]["retrieval"], "returns-v4#refunds-3", "support")}
     # every other document is named by the gold chunk it joined, never by the framework's id
     assert all(cid in TEXT for _name, cid, _label in docs), docs
+
+
+CUSTOM_QA = (
+    "Context excerpts are below, separated by blank lines. Cite the n-th excerpt as [n].\n\n"
+    "{context_str}\n\nAnswer the question from the excerpts only: {query_str}\n"
+)
+
+
+@pytest.mark.parametrize("scenario", ["ok", "grounding", "attribution"])
+def test_a_custom_qa_template_whose_instructions_hold_a_placeholder_label(tmp_path: Path, scenario: str) -> None:
+    # "[n]" in the instructions stands just before the first excerpt: it is no label (labels are read
+    # only where a chunk's text follows them, and a label names a source: it has a digit). Before: the
+    # label map was read off the predict span's JSON blob and [1] came out invalid_citation
+    sc = SCENARIOS[scenario]
+    rows, names = _run(tmp_path, lambda s, p: run_llama_index(s, p, engine="plain", qa_template=CUSTOM_QA), sc)
+    [row] = [r for r in rows if r["gold_claim_id"] is not None]
+    assert (row["bucket"], row["stage"]) == (sc.bucket, sc.stage), row["reason"]
+    if sc.stage is not None:
+        assert names[row["span_id"]] == "ScriptedLLM.complete"  # the call inside the predict wrapper
