@@ -166,3 +166,31 @@ def test_decorators_only_ever_make_the_chain_more_observable(
         # adding a decorator never turns a decided claim into not_evaluable
         if got_fewer[name][0] != "not_evaluable":
             assert got_more[name][0] == got_fewer[name][0] or got_more[name][0] == truth, (name, added)
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content-on", "content-off"])
+def test_retrieval_and_generation_only_inside_a_host_span(tmp_path: Path, content: bool) -> None:
+    # the prompt is built inline (no @context_assembly) and the request runs inside the host's own
+    # span; before: "[1]" came out invalid_citation, as if the model had been given nothing
+    provider = TracerProvider()
+    handle = configure("openai-app", trace_dir=tmp_path / "traces", tracer_provider=provider, record_content=content)
+    host = provider.get_tracer("host-web-framework")
+    asked: dict[str, str] = {}
+    try:
+        with ChatServer() as server:
+            for name in ("ok", "invalid_citation", "grounding"):
+                app = App(server.url, SCENARIOS[name], decorators=frozenset({"retrieval", "generation"}))
+                with host.start_as_current_span("POST /ask"):
+                    asked[app.ask()] = name
+    finally:
+        handle.shutdown()
+    result = analyze(tmp_path / "s.duckdb", gold=gold_path(), traces=[tmp_path / "traces"])
+    got = {asked[r["trace_id"]]: (r["bucket"], r["stage"]) for r in result.claims.to_dicts() if r["gold_claim_id"]}
+    if content:  # the context is read off the generation span's prompt, with the chunk text @retrieval recorded
+        assert got == {
+            "ok": ("ok", None),
+            "invalid_citation": ("invalid_citation", "generation"),
+            "grounding": ("grounding", "generation"),
+        }
+    else:  # nothing to read it from: not observed, never an invalid citation
+        assert got == dict.fromkeys(("ok", "invalid_citation", "grounding"), ("not_evaluable", "context"))
