@@ -65,8 +65,9 @@ def _label_or_none(prompt: str, chunk_id: str) -> str | None:
 class ChatServer:
     """POST /v1/chat/completions: the scenario's answer (header X-Script) for the prompt it was sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, script: Scenario | None = None) -> None:
         server = self
+        self.script = script  # the answer when a request carries no X-Script (an app that is not ours)
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
@@ -74,7 +75,9 @@ class ChatServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                script = Scenario(**json.loads(self.headers["X-Script"]))
+                given = self.headers.get("X-Script")
+                script = Scenario(**json.loads(given)) if given else server.script
+                assert script is not None, "no X-Script header and no script for the server"
                 prompt = _prompt(body["messages"])
                 text = script.say(prompt)
                 if (body.get("response_format") or {}).get("type") == "json_object":
