@@ -90,9 +90,14 @@ picked AS (
         CASE WHEN k_stage = 'generation' THEN otlp_ints(otlp_value(k, v, 'citeline.generation.evidence.claim_index')) END AS evidence_claim,
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.evidence.chunk_id')) END AS evidence_chunk,
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.evidence.quote')) END AS evidence_quote,
-        CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.label')) END AS map_label,
-        CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.chunk_id')) END AS map_chunk_id,
-        CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.version')) END AS map_version,
+        -- the label map: as the generation span recorded it in force, and as the context span gave it
+        -- (the map of a generation another source traced: an instrumentor's LLM span after @context_assembly)
+        CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.label'))
+             WHEN k_stage = 'context' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.label')) END AS map_label,
+        CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.chunk_id'))
+             WHEN k_stage = 'context' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.chunk_id')) END AS map_chunk_id,
+        CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.version'))
+             WHEN k_stage = 'context' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.version')) END AS map_version,
         CASE WHEN k_stage = 'resolution' THEN otlp_strings(otlp_value(k, v, 'citeline.resolution.marker')) END AS res_marker,
         CASE WHEN k_stage = 'resolution' THEN otlp_strings(otlp_value(k, v, 'citeline.resolution.chunk_id')) END AS res_chunk_id,
         CASE WHEN k_stage = 'resolution' THEN otlp_strings(otlp_value(k, v, 'citeline.resolution.version')) END AS res_version,

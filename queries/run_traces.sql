@@ -155,9 +155,13 @@ SELECT
     coalesce(x.chunk_id, sr.retrieved, rt.chunk_id, []) AS context,
     c.generation_span, gen.answer, gen.answer_format, gen.abstained,
     gen.claim_text, gen.evidence_claim, gen.evidence_chunk, gen.evidence_quote,
-    coalesce(gen.map_label, []) AS map_label,
-    coalesce(gen.map_chunk_id, []) AS map_chunk_id,
-    coalesce(gen.map_version, []) AS map_version,
+    -- the label map in force: the generation span's, else (another source traced the generation)
+    -- the one the context span gave
+    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_label ELSE coalesce(x.map_label, []) END AS map_label,
+    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_chunk_id ELSE coalesce(x.map_chunk_id, []) END
+        AS map_chunk_id,
+    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_version ELSE coalesce(x.map_version, []) END
+        AS map_version,
     c.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_chunk_id,
     res.res_version, res.res_uri,
     c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id

@@ -98,7 +98,7 @@ def test_every_fault_lands_in_its_bucket_stage_and_span(tmp_path: Path, mode: st
 
 
 # --- decorator subsets: what a team has decorated so far ---------------------------------------
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tests.openai_app import STAGES  # noqa: E402
@@ -140,6 +140,9 @@ def _allowed(truth: str, stage: str | None, got: str, decorators: frozenset[str]
     return truth == "freshness" and got == "retrieval_miss" and "generation" not in decorators and not instrumentor
 
 
+# found by this property: @context_assembly with the instrumentor's LLM span as the generation lost the
+# label map (it was read off citeline's generation span only), and "[1]" came out invalid_citation
+@example(dropped={"generation"}, instrumentor=True, added="context")
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     dropped=st.sets(st.sampled_from(sorted(STAGES)), min_size=1, max_size=4),
