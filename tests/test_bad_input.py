@@ -176,8 +176,12 @@ def test_span_missing_its_stage_attribute_is_reported(tmp_path: Path) -> None:
     msgs = [p for p in result.problems() if "citeline.chunks.chunk_id" in p]
     assert len(msgs) == 2  # retrieval and context
     assert all(":line 1 (trace " in m for m in msgs)
-    # the trace is still analyzed: with no retrieval recorded, the evidence was never retrieved
-    assert result.claims["bucket"].to_list() == ["retrieval_miss"]
+    # the trace is still analyzed; with no retrieval or context recorded nobody saw whether the
+    # evidence was retrieved: not_evaluable at retrieval (issue #20; before: a retrieval_miss blamed
+    # on a retriever whose output was never seen)
+    [row] = result.claims.to_dicts()
+    assert (row["bucket"], row["stage"]) == ("not_evaluable", "retrieval")
+    assert row["reason"].startswith("the retrieval stage is not observed: the support is not in the context")
 
 
 GOLD_ERRORS = """\
