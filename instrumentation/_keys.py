@@ -203,3 +203,14 @@ CONTENT_PREFIXES: Final = (
 """Key prefixes under which everything is content (flattened messages, embedded texts and vectors)."""
 CONTENT_SUFFIXES: Final = (".document.content", ".message.content", ".message_content.text", ".function.arguments")
 """Key endings that are content wherever they occur (a retrieved document's text, a message's)."""
+
+# --- user feedback on an answer (a span event; issue #22) --------------------------------
+CL_FEEDBACK_EVENT: Final = "citeline.feedback"
+"""Name of the span event a user report is recorded as (on the request span, or on a late span of
+the same trace when the report comes after the request ended)."""
+CL_FEEDBACK_TEXT: Final = "citeline.feedback.text"
+"""What the user said, e.g. 'this source does not say that'."""
+CL_FEEDBACK_CLAIM: Final = "citeline.feedback.claim"
+"""The claim of the answer the report is about (its text), '' when the report is about the answer."""
+CL_FEEDBACK_CHUNK: Final = "citeline.feedback.chunk_id"
+"""The chunk the report is about (a cited source), '' when none."""

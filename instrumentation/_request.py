@@ -177,6 +177,34 @@ class RequestScope:
         except Exception as err:  # noqa: BLE001
             _guard.report("setting the request output", err)
 
+    # --- feedback ---------------------------------------------------------------------
+    def feedback(self, text: str, *, claim: str | None = None, chunk: str | None = None) -> None:
+        """Record a user's report on this request's answer ("this source does not say that").
+
+        While the request is open it is an event on its span; afterwards (the report arrives with
+        the user's next click) a short span of the same trace carries it. Never raises."""
+        try:
+            attrs = {
+                K.CL_FEEDBACK_TEXT: str(text),
+                K.CL_FEEDBACK_CLAIM: "" if claim is None else str(claim),
+                K.CL_FEEDBACK_CHUNK: "" if chunk is None else str(chunk),
+            }
+            span = self.span
+            if span is None:
+                return
+            if span.is_recording():
+                span.add_event(K.CL_FEEDBACK_EVENT, attrs)
+                return
+            tracer = _config.current_tracer()
+            if tracer is None:
+                return
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(span.get_span_context()))
+            late = tracer.start_span("citeline.feedback", context=parent, attributes={K.CL_SCHEMA: K.SCHEMA_VERSION})
+            late.add_event(K.CL_FEEDBACK_EVENT, attrs)
+            late.end()
+        except Exception as err:  # noqa: BLE001
+            _guard.report("recording feedback", err)
+
     # --- decorator ----------------------------------------------------------------
     def _for_call(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> RequestScope:
         return RequestScope(

@@ -26,7 +26,7 @@ WITH lines AS (
            -- text: the context was traced. Cheap to test on the raw line, and it keeps content-heavy
            -- traffic from storing every chunk's text twice
            contains(json, '{"key":"citeline.stage","value":{"stringValue":"context"}}') AS traced_context,
-           TRY(json_transform(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":"JSON"}]},"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","status":{"code":"INTEGER"},"attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}')) AS doc
+           TRY(json_transform(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":"JSON"}]},"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","status":{"code":"INTEGER"},"attributes":[{"key":"VARCHAR","value":"JSON"}],"events":[{"name":"VARCHAR","attributes":[{"key":"VARCHAR","value":"JSON"}]}]}]}]}]}')) AS doc
     FROM read_csv($files, columns = {'json': 'VARCHAR'}, delim = chr(1), quote = '', escape = '',
                   header = false, auto_detect = false, strict_mode = false, ignore_errors = true,
                   max_line_size = $max_line, buffer_size = 2 * $max_line,
@@ -106,6 +106,17 @@ picked AS (
         CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.uri')) END AS ren_uri,
         CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.chunk_id')) END AS ren_chunk_id,
         otlp_string(otlp_value(k, v, 'citeline.adapter_error')) AS adapter_error,
+        -- a user's report on the answer (citeline.feedback events, any span of the trace): text, claim, chunk
+        CASE WHEN len(s.events) > 0 THEN list_filter(s.events, lambda e: e.name = 'citeline.feedback') END AS fb,
+        CASE WHEN len(fb) > 0 THEN list_transform(fb, lambda e: coalesce(otlp_string(otlp_value(
+            list_transform(e.attributes, lambda a: a.key), list_transform(e.attributes, lambda a: a.value),
+            'citeline.feedback.text')), '')) END AS feedback_text,
+        CASE WHEN len(fb) > 0 THEN list_transform(fb, lambda e: coalesce(otlp_string(otlp_value(
+            list_transform(e.attributes, lambda a: a.key), list_transform(e.attributes, lambda a: a.value),
+            'citeline.feedback.claim')), '')) END AS feedback_claim,
+        CASE WHEN len(fb) > 0 THEN list_transform(fb, lambda e: coalesce(otlp_string(otlp_value(
+            list_transform(e.attributes, lambda a: a.key), list_transform(e.attributes, lambda a: a.value),
+            'citeline.feedback.chunk_id')), '')) END AS feedback_chunk,
         CASE WHEN k_stage IS NULL THEN otlp_string(otlp_value(k, v, 'input.value')) END AS input_value,
         CASE WHEN k_stage IS NULL THEN otlp_string(otlp_value(k, v, 'output.value')) END AS output_value,
         -- OpenInference documents, one entry per N in key order: id ('' when the instrumentor
@@ -172,5 +183,5 @@ SELECT
     map_label, map_chunk_id, map_version,
     res_marker, res_chunk_id, res_version, res_uri,
     ren_label, ren_uri, ren_chunk_id,
-    adapter_error, source_file, line_hash, line_bytes
+    adapter_error, feedback_text, feedback_claim, feedback_chunk, source_file, line_hash, line_bytes
 FROM staged;

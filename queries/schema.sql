@@ -95,6 +95,10 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS oi_prompt VARCHAR;   -- (citeline gen
 -- have no OpenInference document on the span (Phoenix holds documents only for the rest)
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_text VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS docs_omitted INTEGER;
+-- a user's reports on the answer (citeline.feedback span events): parallel lists, NULL without any
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS feedback_text VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS feedback_claim VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS feedback_chunk VARCHAR[];
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (
