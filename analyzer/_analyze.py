@@ -371,10 +371,11 @@ def analyze(
             {"run_id": run_id},
         )
         con.execute(
-            "INSERT INTO run_chunks SELECT $run_id, chunk_id, text FROM t_gold_chunks WHERE text <> '' AND chunk_id IN "
+            "INSERT INTO run_chunks BY NAME SELECT $run_id AS run_id, chunk_id, text, version FROM t_gold_chunks "
+            "WHERE text <> '' AND chunk_id IN "
             "(SELECT unnest(chunk_ids) FROM run_support WHERE run_id = $run_id AND case_id IN "
             "(SELECT case_id FROM claim_results WHERE run_id = $run_id AND bucket <> 'ok') "
-            "UNION SELECT unnest(cited_chunks) FROM claim_results WHERE run_id = $run_id AND bucket <> 'ok')",
+            "UNION SELECT unnest(cited_chunks) FROM claim_results WHERE run_id = $run_id)",
             {"run_id": run_id},
         )
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})

@@ -219,6 +219,8 @@ CREATE TABLE IF NOT EXISTS run_chunks (
     chunk_id VARCHAR,
     text VARCHAR
 );
+-- (and every cited chunk's, with its version: what `citeline sample` shows a reviewer)
+ALTER TABLE run_chunks ADD COLUMN IF NOT EXISTS version VARCHAR;
 
 -- the claims people labelled in a run (analyze --labels), with the text of what each cites: what
 -- `citeline calibrate --against-gold` measures a judge on
