@@ -30,7 +30,9 @@ from citeline.analyzer._calibrate import examples  # noqa: E402
 from citeline.analyzer.judges import (  # noqa: E402
     JudgeItem,
     RulesJudge,
+    _qualifiers,
     _rules,
+    _text,
 )
 from citeline.analyzer.judges._rules import sentences  # noqa: E402
 
@@ -81,7 +83,13 @@ def pairs(n: int, unique: bool, seed: int = 7) -> list[JudgeItem]:
 
 def time_judge(items: list[JudgeItem], judge: object) -> float:
     """One timed pass from cold caches (this process's; worker processes start cold anyway)."""
-    for cached in (_rules._read_passage, _rules._passage_vocab, _rules._names):
+    for cached in (
+        _rules._read_passage,
+        _rules._passage_vocab,
+        _rules._names,
+        _text.value_spans,
+        *(getattr(_qualifiers, f) for f in _qualifiers.CACHED),
+    ):
         cached.cache_clear()
     t = time.perf_counter()
     judge.judge_many(items)  # type: ignore[attr-defined]

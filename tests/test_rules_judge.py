@@ -1,5 +1,6 @@
-"""The rules judge v2: each rule with the labelled example that motivates it (docs/judges.md lists them),
-and its agreement with people on the repository's data (WiCE, ExpertQA, RGB)."""
+"""The rules judge: each rule with the labelled example that motivates it (docs/judges.md lists them), v3's
+qualifier readers each with the v2 verdict it corrects and a twin that stays entailed, and the agreement
+of v2 and v3 with people on the repository's data (WiCE, ExpertQA, RGB)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.analyzer._calibrate import calibrate
-from citeline.analyzer.judges import RulesJudge, load
+from citeline.analyzer.judges import RulesJudge, ident, load
 from citeline.analyzer.judges._rules import sentences
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -53,12 +54,144 @@ RULES = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("version", ["2", "3"])
 @pytest.mark.parametrize(
     ("rule", "claim", "evidence", "label"), RULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(RULES)]
 )
-def test_each_rule_on_its_motivating_example(rule: str, claim: str, evidence: str, label: str) -> None:
-    j = RulesJudge().judge(claim, [evidence])
+def test_each_rule_on_its_motivating_example(rule: str, claim: str, evidence: str, label: str, version: str) -> None:
+    j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
     assert j.label == label, (rule, j.rationale)
+
+
+# --- v3: the qualifiers (issue #24). Each example: v2 said entailed; v3 says otherwise, and why ------------
+
+V3 = [
+    # (reader, claim, evidence, v3 label, v3 rationale)
+    ("comparison", "Orders under $50 ship free.", "Orders over $50 ship free within the continental US.",
+     "contradicted", "the claim says 'under $50', the evidence says 'over $50'"),
+    ("comparison", "Cancellations need at least 48 hours of notice.", "Cancellations need at most 48 hours of notice.",
+     "contradicted", "the claim says 'at least 48 hours', the evidence says 'at most 48 hours'"),
+    ("comparison", "The fee applies to accounts opened before 2020.", "The fee applies to accounts opened since 2020.",
+     "contradicted", "the claim says 'before 2020', the evidence says 'since 2020'"),
+    ("comparison", "A 15% restocking fee applies to opened electronics returned within 14 days.",
+     "A 15% restocking fee applies to opened electronics returned after 14 days.",
+     "contradicted", "the claim says 'within 14 days', the evidence says 'after 14 days'"),
+    ("comparison", "Members may bring 2 guests or more.", "Members may bring 2 guests or fewer.",
+     "contradicted", "the claim says '2 guests or more', the evidence says '2 guests or fewer'"),
+    ("comparison", "Badges are collected before the keynote.", "Badges are collected after the keynote.",
+     "contradicted", "the claim says 'before the keynote', the evidence says 'after the keynote'"),
+    ("direction", "Fees fell 5% last year.", "Fees rose 5% last year.",
+     "contradicted", "direction differs: the claim says 'fell', the evidence 'rose' (5%, fees, last)"),
+    ("direction", "The update will increase battery life.", "The update will decrease battery life.",
+     "contradicted", "direction differs: the claim says 'increase', the evidence 'decrease' (battery, life, update)"),
+    ("direction", "Quarterly revenue changed by +8%.", "Quarterly revenue changed by -8%.",
+     "contradicted", "direction differs: the claim says '+', the evidence '-' (+8%)"),
+    ("per", "The plan costs $20 per day.", "The plan costs $20 per month.",
+     "contradicted", "the claim counts per day, the evidence per month"),
+    ("per", "Download limits apply per user.", "Download limits apply per account.",
+     "contradicted", "the claim counts per user, the evidence per account"),
+    ("per", "The gym charges a $30 monthly fee.", "The gym charges a $30 annual fee.",
+     "contradicted", "the claim counts per month, the evidence per year"),
+    ("quantifiers", "All plans include phone support.", "The Pro plan includes phone support.",
+     "insufficient", "the claim says 'all plans', the evidence only 'pro plan'"),
+    ("quantifiers", "The office is always open on Sundays.", "The office is usually open on Sundays.",
+     "insufficient", "the claim says 'always' (open), the evidence only 'usually'"),
+    ("quantifiers", "Every store stocks the charger.", "Some stores stock the charger.",
+     "insufficient", "the claim says 'every' (stock), the evidence only 'some'"),
+    ("scope", "Returns are free in every country.", "Returns are free in the EU.",
+     "insufficient", "the claim says 'in every country', the evidence 'in the eu'"),
+    ("scope", "Approval is required for domestic hotels above 4,000 TRY.",
+     "Approval is required for international hotels above 4,000 TRY per night.",
+     "insufficient", "the claim is about 'domestic', the evidence about 'international'"),
+    ("partial", "Refunds take 5 business days and include the original shipping fee.", "Refunds take 5 business days.",
+     "insufficient", "the evidence does not cover 'include the original shipping fee'"),
+    ("counts", "The overpass has two elevators.", "The new overpass has elevators at both ends.",
+     "insufficient", "the evidence does not state 'two'"),
+    ("counts", "New Zealand were the fourth team to qualify.", "New Zealand were the last team to qualify.",
+     "insufficient", "the evidence does not state 'fourth'"),
+]  # fmt: skip
+
+# each example's twin: the same reader reads it and finds nothing wrong (v2 and v3 both entailed)
+TWINS = [
+    ("comparison", "Orders over $50 ship free.", "Orders over $50 ship free within the continental US."),
+    ("comparison", "Cancellations need 48 hours or more of notice.", "Cancellations need at least 48 hours of notice."),
+    ("comparison", "The fee applies to accounts opened after 2020.", "The fee applies to accounts opened since 2020."),
+    ("comparison", "Badges are collected before the keynote.", "Badges are collected before the keynote starts."),
+    ("direction", "Fees rose 5% last year.", "Fees rose 5% last year, the annual report says."),
+    ("direction", "The update will decrease battery life.", "The update will decrease battery life by an hour."),
+    ("per", "The plan costs $20 per month.", "The plan costs $20 per month, billed yearly."),
+    ("per", "Download limits apply per account.", "Download limits apply per account."),
+    ("quantifiers", "The Pro plan includes phone support.", "The Pro plan includes phone support."),
+    ("quantifiers", "All plans include phone support.", "All plans, from Basic to Pro, include phone support."),
+    ("quantifiers", "The office is usually open on Sundays.", "The office is always open on Sundays."),
+    ("quantifiers", "Some stores stock the charger.", "Every store stocks the charger."),
+    ("scope", "Returns are free in the EU.", "Returns are free in the EU."),
+    ("scope", "Returns are free in every country.", "Returns are free in every country we ship to, Canada included."),
+    ("scope", "Approval is required for international hotels above 4,000 TRY.",
+     "Approval is required for international hotels above 4,000 TRY per night."),
+    ("partial", "Refunds take 5 business days and include the original shipping fee.",
+     "Refunds take 5 business days. The refund includes the original shipping fee."),
+    ("counts", "The overpass has two elevators.", "The new overpass has 2 elevators."),
+    ("counts", "New Zealand were the fourth team to qualify.", "New Zealand were the 4th team to qualify."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("reader", "claim", "evidence", "label", "rationale"), V3, ids=[f"{r[0]}-{i}" for i, r in enumerate(V3)]
+)
+def test_v3_reads_the_qualifier_v2_missed(reader: str, claim: str, evidence: str, label: str, rationale: str) -> None:
+    v2 = RulesJudge(version=2, workers=1).judge(claim, [evidence])
+    assert v2.label == "entailed", v2  # the defect the issue reports
+    v3 = RulesJudge(workers=1).judge(claim, [evidence])
+    assert (v3.label, v3.rationale) == (label, rationale)
+    # the reader is what decides: with it off, v3 says what v2 said
+    off = load("rules", **{reader: "false"}, workers="1")
+    assert off.judge(claim, [evidence]).label == "entailed"
+    assert dict(off.settings) == {reader: False}
+
+
+@pytest.mark.parametrize(("reader", "claim", "evidence"), TWINS, ids=[f"{r[0]}-{i}" for i, r in enumerate(TWINS)])
+def test_v3_twins_stay_entailed(reader: str, claim: str, evidence: str) -> None:
+    for version in ("2", "3"):
+        j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
+        assert j.label == "entailed", (reader, version, j.rationale)
+
+
+def test_v3_names_skip_prepositions_and_number_words_opening_a_sentence() -> None:
+    claim, evidence = "Upon retiring, Brodeur joined the Blues as an assistant.", ["Brodeur retired and joined the Blues."]
+    assert RulesJudge(version=2, workers=1).judge(claim, evidence).rationale == "the evidence does not name 'Upon'"
+    assert RulesJudge(workers=1).judge(claim, evidence).label == "entailed"
+    claim, evidence = "One approach is to read aloud every day.", ["Reading aloud every day is a good approach."]
+    assert RulesJudge(version=2, workers=1).judge(claim, evidence).rationale == "the evidence does not name 'One'"
+    assert RulesJudge(workers=1).judge(claim, evidence).label == "entailed"
+
+
+def test_the_version_is_an_option_and_names_the_judge() -> None:
+    v2, v3 = load("rules", version="2"), load("rules")
+    assert (v2.version, dict(v2.settings), ident(v2)) == ("2", {}, "rules@2")  # v2's cached judgments still match
+    assert (v3.version, dict(v3.settings), ident(v3)) == ("3", {}, "rules@3")
+    assert dict(load("rules", version="2", per="true").settings) == {"per": True}  # a v3 reader tried on v2
+    with pytest.raises(ValueError, match="the rules judge has versions 2, 3, not '4'"):
+        load("rules", version="4")
+
+
+_CUES = [
+    "under", "over", "at least", "at most", "before", "after", "since", "within", "or more", "or less", "per day",
+    "per user", "monthly", "a month", "fell", "rose", "increase", "decrease", "all", "every", "some", "always",
+    "usually", "in the", "worldwide", "domestic", "international", "two", "fourth", "and", "but", ";", ",",
+]  # fmt: skip
+_PLAIN = ["orders", "ship", "free", "fees", "the", "plan", "EU", "Pro", "users", "refunds", "include", "stores"]
+_VALUES = ["$50", "5%", "2020", "14 days", "+8%", "-8%", "4,000 TRY", "July 4, 1776"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_CUES + _PLAIN + _VALUES), min_size=1, max_size=14))
+def test_the_readers_never_take_back_a_claim_against_its_own_text(words: list[str]) -> None:
+    """Whatever qualifiers a sentence holds, the same sentence as evidence agrees with every one of them."""
+    text = " ".join(words) + "."
+    v2 = RulesJudge(version=2, workers=1).judge(text, [text])
+    v3 = RulesJudge(workers=1).judge(text, [text])
+    assert v3 == v2 or (v3.label == v2.label and "names" not in v2.rationale), (v2, v3)
 
 
 def test_switching_a_rule_off_is_an_option_and_part_of_the_cache_key() -> None:

@@ -25,7 +25,7 @@ class EnsembleJudge(BaseJudge):
         if judge == "ensemble":
             raise ValueError("judge=ensemble: the ensemble needs a model judge (llm, nli or a plug-in)")
         self.model: Judge = load(judge, **options)
-        self.veto = RulesJudge(coverage=0.0, negation=False, modality=False)
+        self.veto = RulesJudge(coverage=0.0, negation=False, modality=False, version=2)  # values and names only
         self.version = f"1+{self.model.name}@{self.model.version}"
         self.vetoed = 0
 

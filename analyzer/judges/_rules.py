@@ -1,4 +1,4 @@
-"""The ``rules`` judge, version 2: offline, deterministic, the default.
+"""The ``rules`` judge, version 3: offline, deterministic, the default (``version=2`` loads the judge before it).
 
 Each sentence of the claim is aligned to its best evidence window (the few
 evidence sentences that together share the most of its words, names and
@@ -14,18 +14,22 @@ with the labelled example that motivates it; in short, in order:
 5. negation and may/must are compared within the window, and only where they
    govern a word the two share;                         -> contradicted
 6. enough of the claim's content words must be in the window.  -> entailed, else insufficient
+7. (v3) the qualifiers of ``_qualifiers``: comparisons, direction, aggregation windows and denominators,
+   quantifiers, scope, counts written as words, and every clause covered; like 5, they only take back
+   what 6 would call entailed.                          -> contradicted / insufficient
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from .. import _workers
+from . import _qualifiers as qual
 from ._api import BaseJudge, JudgeItem, Judgment
 from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
 
@@ -51,6 +55,15 @@ _NOT_NAMES = _STOP | frozenset(
     # months and days are read as dates (values), not as names
     "january february march april may june july august september october november december jan feb mar apr "
     "jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
+)
+# v3: closed classes that are never names when capitalised alone: prepositions ("Upon announcing his
+# retirement", "Following the premiere") and number words ("One of the first...")
+_NOT_NAMES_V3 = _NOT_NAMES | frozenset(
+    "aboard about above across against along alongside amid amidst among amongst around atop behind below "
+    "beneath beside besides beyond despite down following from inside into near off onto opposite outside over "
+    "past per regarding round through throughout toward towards under underneath unlike until unto upon versus "
+    "via within without according including excluding concerning considering "
+    "one two three four five six seven eight nine ten first second third fourth fifth".split()
 )
 # words a reply adds around its content (dialogue, chat): not evidence for or against anything
 _FILLER = frozenset(
@@ -157,6 +170,7 @@ class _Vocab:
     """Every token and word of the cited texts, without building their union for each citation."""
 
     def __init__(self, evidence: Sequence[str]) -> None:
+        self.texts = evidence
         self.sets = [_passage_vocab(e) for e in evidence]
 
     def __contains__(self, token: object) -> bool:
@@ -176,27 +190,28 @@ class _Name(NamedTuple):
 
 
 @lru_cache(maxsize=4096)
-def _names(claim: str) -> tuple[_Name, ...]:
+def _names(claim: str, v3: bool = False) -> tuple[_Name, ...]:
     """Capitalised spans of the claim, each with the folded tokens that must be found.
 
     A lone capitalised word that opens a list item or a heading, or follows a colon, is usually an
     ordinary word written with a capital: it is not taken for a name. One that opens a sentence is
     ("Norway set the record"): news and encyclopedia prose open sentences with names.
     """
+    not_names = _NOT_NAMES_V3 if v3 else _NOT_NAMES
     out = []
     for m in _NAME.finditer(claim):
         words = m.group(0).split()
         tokens = {_token(w) for w in words if _token(w) and _token(w) not in _NAME_GLUE}
         if len(words) == 1 and (
-            not tokens or tokens <= _NOT_NAMES or _opens(claim, m.start()) or _discourse(claim, m.start(), m.end())
+            not tokens or tokens <= not_names or _opens(claim, m.start()) or _discourse(claim, m.start(), m.end())
         ):
             continue
-        tokens -= _NOT_NAMES
+        tokens -= not_names
         if tokens:
             loose = len(words) == 1 and _opens_sentence(claim, m.start())  # "Returns within 30 days" may be a verb
             if loose:
                 tokens |= {_stem(t) for t in tokens}
-            joined = "".join(t for t in map(_token, words) if t and t not in _NAME_GLUE and t not in _NOT_NAMES)
+            joined = "".join(t for t in map(_token, words) if t and t not in _NAME_GLUE and t not in not_names)
             out.append(_Name(m.group(0).strip(".,;:"), frozenset(tokens), loose, joined))
     return tuple(out)
 
@@ -265,8 +280,8 @@ def _name_found(name: _Name, all_tokens: _Vocab, w_tokens: frozenset[str], evide
     return bool(tokens & w_tokens) or not all(t in all_tokens for t in tokens)
 
 
-def _states_something(sentence: str, t: _Text) -> bool:
-    return len(t.words) >= 2 or bool(t.values) or bool(_names(sentence))
+def _states_something(sentence: str, t: _Text, v3: bool) -> bool:
+    return len(t.words) >= 2 or bool(t.values) or bool(_names(sentence, v3))
 
 
 def _value_present(v: Value, found: Sequence[Value]) -> bool:
@@ -328,11 +343,17 @@ def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
     return _Window(tuple(passage[i] for i in sorted(chosen)))
 
 
+VERSIONS = ("2", "3")
+#: the qualifier readers v3 adds (docs/judges.md, rule 7), each an option: off in v2, on in v3
+READERS = ("comparison", "direction", "per", "quantifiers", "scope", "counts", "partial")
+
+
 class RulesJudge(BaseJudge):
-    """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage."""
+    """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage,
+    and (v3) the qualifiers: comparisons, direction, aggregation windows, quantifiers, scope, partial support."""
 
     name = "rules"
-    version = "2"
+    version = "3"
 
     def __init__(
         self,
@@ -342,8 +363,19 @@ class RulesJudge(BaseJudge):
         names: bool = True,
         negation: bool = True,
         modality: bool = True,
+        comparison: bool | None = None,
+        direction: bool | None = None,
+        per: bool | None = None,
+        quantifiers: bool | None = None,
+        scope: bool | None = None,
+        counts: bool | None = None,
+        partial: bool | None = None,
+        version: int | str = "3",
         workers: int | str = 0,
     ) -> None:
+        self.version = str(version).strip()
+        if self.version not in VERSIONS:
+            raise ValueError(f"the rules judge has versions {', '.join(VERSIONS)}, not {version!r}")
         self.workers = int(workers) or min(_workers.cores(), 8)  # processes for a large batch; not a verdict
         self.coverage = float(coverage)
         self.window = int(window)
@@ -351,11 +383,25 @@ class RulesJudge(BaseJudge):
         self.check_names = _flag(names)
         self.check_negation = _flag(negation)
         self.check_modality = _flag(modality)
+        v3 = self.version == "3"
+        given = {
+            "comparison": comparison,
+            "direction": direction,
+            "per": per,
+            "quantifiers": quantifiers,
+            "scope": scope,
+            "counts": counts,
+            "partial": partial,
+        }
+        # a reader left unset is on in v3 and off in v2: v2 is the judge it was, v3 the one with the readers
+        self.readers = {k: v3 if v is None else _flag(v) for k, v in given.items()}
+        self._v3 = v3
 
     @property
     def settings(self) -> Mapping[str, Any]:
-        """The options set away from their defaults (the defaults are part of the version)."""
-        return {k: v for k, v in self._raw().items() if _DEFAULTS[k] != v}
+        """The options set away from their version's defaults (the defaults are part of the version)."""
+        defaults = _DEFAULTS[self.version]
+        return {k: v for k, v in self._raw().items() if defaults[k] != v}
 
     def _raw(self) -> dict[str, Any]:
         return {
@@ -365,6 +411,7 @@ class RulesJudge(BaseJudge):
             "names": self.check_names,
             "negation": self.check_negation,
             "modality": self.check_modality,
+            **self.readers,
         }
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
@@ -383,7 +430,7 @@ class RulesJudge(BaseJudge):
                 (it.claim, [texts.setdefault(e, len(texts)) for e in it.evidence], it.facts, it.quotes)
                 for it in (items[i] for i in chunk)
             ]
-            jobs.append((self._raw(), list(texts), packed))
+            jobs.append(({**self._raw(), "version": self.version}, list(texts), packed))
         out: list[Judgment | None] = [None] * len(items)
         with _workers.pool(self.workers) as pool:
             for chunk, answers in zip(chunks, pool.map(_judge_chunk, jobs), strict=True):
@@ -410,7 +457,7 @@ class RulesJudge(BaseJudge):
         joined = " ".join(evidence)
         parts = [(s, _read(s)) for s in sentences(claim)]
         # a sentence that states nothing checkable ("Yes, I love that movie!") is not judged, unless it is all
-        checkable = [p for p in parts if _states_something(*p)] or parts
+        checkable = [p for p in parts if _states_something(*p, self._v3)] or parts
         verdicts = [self._sentence(s, read, passage, all_tokens, joined) for s, read in checkable] or [
             Judgment("insufficient", "the claim has no text")
         ]
@@ -436,7 +483,7 @@ class RulesJudge(BaseJudge):
                 return Judgment("insufficient", f"the evidence does not state {_show(v)}")
         if self.check_names:
             w_tokens = window.tokens
-            for name in _names(text):
+            for name in _names(text, self._v3):
                 if not _name_found(name, all_tokens, w_tokens, evidence):
                     return Judgment("insufficient", f"the evidence does not name {name.shown!r}")
         shared = claim.words & w_words
@@ -453,12 +500,46 @@ class RulesJudge(BaseJudge):
                 e_may, e_must = window.governed("may") & claim.words, window.governed("must") & claim.words
                 if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
                     return Judgment("contradicted", "obligation differs (may vs must)")
+            read = (
+                self._qualifiers(claim, window, claim.words - shared, all_tokens, all_tokens.texts)
+                if any(self.readers.values())
+                else None
+            )
+            if read is not None:
+                return read
         if ratio >= self.coverage:
             return Judgment("entailed", f"{ratio:.0%} of the claim's words are in its evidence window; values agree")
         return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in its evidence window")
 
+    def _qualifiers(
+        self, claim: _Text, window: _Window, missing: frozenset[str], all_tokens: _Vocab, texts: Sequence[str]
+    ) -> Judgment | None:
+        """Rule 7: the readers that are on, contradictions first (the claim's label takes them first)."""
+        c = claim.text
+        todo = qual.needed(c)
+        if not todo:
+            return None
+        w = [s.text for s in window.sentences]
+        reads: tuple[tuple[str, Callable[[], Judgment | None]], ...] = (
+            ("comparison", lambda: qual.comparison(c, w)),
+            ("direction", lambda: qual.direction(c, w, short=len(claim.words) <= 4)),
+            ("per", lambda: qual.per(c, w)),
+            ("quantifiers", lambda: qual.quantifiers(c, w, window.words, texts)),
+            ("scope", lambda: qual.scope(c, w, window.tokens, texts)),
+            ("counts", lambda: qual.counts(c, w)),
+            ("partial", lambda: qual.clauses(c, _words_of, frozenset(x for x in missing if x not in all_tokens))),
+        )
+        for reader, read in reads:
+            if reader in todo and self.readers[reader] and (verdict := read()) is not None:
+                return verdict
+        return None
 
-_DEFAULTS: dict[str, Any] = {}
+
+def _words_of(text: str) -> frozenset[str]:
+    return frozenset(map(_word_key, _WORDISH.findall(text))) - _NOT_A_WORD
+
+
+_DEFAULTS: dict[str, dict[str, Any]] = {}
 PARALLEL_MIN = 4000  # below this, starting processes costs more than it saves
 
 
@@ -495,4 +576,4 @@ def _facts(claim: str, facts: Sequence[str]) -> Judgment | None:
     return None
 
 
-_DEFAULTS.update(RulesJudge()._raw())
+_DEFAULTS.update({v: RulesJudge(version=v, workers=1)._raw() for v in VERSIONS})
