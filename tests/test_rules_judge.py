@@ -158,7 +158,8 @@ def test_v3_twins_stay_entailed(reader: str, claim: str, evidence: str) -> None:
 
 
 def test_v3_names_skip_prepositions_and_number_words_opening_a_sentence() -> None:
-    claim, evidence = "Upon retiring, Brodeur joined the Blues as an assistant.", ["Brodeur retired and joined the Blues."]
+    claim = "Upon retiring, Brodeur joined the Blues as an assistant."
+    evidence = ["Brodeur retired and joined the Blues."]
     assert RulesJudge(version=2, workers=1).judge(claim, evidence).rationale == "the evidence does not name 'Upon'"
     assert RulesJudge(workers=1).judge(claim, evidence).label == "entailed"
     claim, evidence = "One approach is to read aloud every day.", ["Reading aloud every day is a good approach."]
@@ -223,23 +224,37 @@ def test_the_judge_always_answers_a_known_label(claim: str, evidence: list[str])
 # --- agreement with people on the repository's data (docs/judges.md has the tables) ----------------
 
 
-def test_wice_kappa_is_at_least_0_40() -> None:
-    a = calibrate(DATA / "wice" / "claim_test.jsonl", RulesJudge())
-    assert a.n == 358
-    assert a.kappa >= 0.40, a
+def _agreement(name: str, version: str) -> tuple[int, float, float]:
+    a = calibrate(DATA / name, RulesJudge(version=version, workers=1))
+    return a.n, round(a.kappa, 3), round(a.false_support, 3)
 
 
-def test_rgb_false_support_is_at_most_0_02() -> None:
-    a = calibrate(DATA / "rgb" / "en_fact.jsonl", RulesJudge())
-    assert a.n == 1179
-    assert a.false_support <= 0.02, a
+def test_v2_agrees_with_people_exactly_as_it_did() -> None:
+    """v2 stays loadable for comparison, and answers as it always did: the figures of docs/judges.md."""
+    assert _agreement("wice/claim_test.jsonl", "2") == (358, 0.424, 0.154)
+    assert _agreement("rgb/en_fact.jsonl", "2") == (1179, 0.946, 0.013)
+    assert _agreement("expertqa/rand_test.jsonl", "2") == (793, 0.080, 0.251)
+    assert _agreement("expertqa/domain_test.jsonl", "2") == (880, 0.077, 0.245)
 
 
-def test_expertqa_agreement_does_not_fall() -> None:
-    """Below the 0.15 the issue asks for: docs/judges.md shows why no word-overlap rule reaches it here."""
-    a = calibrate(DATA / "expertqa" / "rand_test.jsonl", RulesJudge())
-    assert a.n == 793
-    assert a.kappa >= 0.07, a
+def test_v3_wice_kappa_is_at_least_0_45() -> None:
+    n, kappa, _ = _agreement("wice/claim_test.jsonl", "3")
+    assert n == 358
+    assert kappa >= 0.45
+
+
+def test_v3_rgb_false_support_is_at_most_0_02() -> None:
+    n, _, false_support = _agreement("rgb/en_fact.jsonl", "3")
+    assert n == 1179
+    assert false_support <= 0.02
+
+
+@pytest.mark.parametrize("name", ["expertqa/rand_test.jsonl", "expertqa/domain_test.jsonl"])
+def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
+    """Below the 0.15 an earlier issue asked for: docs/judges.md shows why no word-overlap rule reaches it."""
+    v2, v3 = _agreement(name, "2"), _agreement(name, "3")
+    assert v3[0] == v2[0]
+    assert v3[1] >= v2[1], (v2, v3)
 
 
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
