@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from .. import _workers
 from . import _qualifiers as qual
-from ._api import BaseJudge, JudgeItem, Judgment
+from ._api import BaseJudge, JudgeItem, Judgment, as_item
 from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
@@ -417,7 +417,7 @@ class RulesJudge(BaseJudge):
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
         """Large batches are judged on every core: items citing the same evidence go to the same process,
         and each process is sent each evidence text once (not once per item citing it)."""
-        items = [JudgeItem(*it) for it in items]
+        items = [as_item(it) for it in items]
         if self.workers <= 1 or len(items) < PARALLEL_MIN:
             return [self.judge(*it) for it in items]
         order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
