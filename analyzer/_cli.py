@@ -120,7 +120,7 @@ def _analyze(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from ._gold import load_gold
 
-    gold = load_gold(args.gold_file)
+    gold = load_gold(args.gold_file, advise=True)
     for e in gold.errors:
         print(e)
     for w in gold.warnings:
