@@ -319,3 +319,29 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
         ["34 days"],
     )
     assert verdict.label == "entailed", verdict
+
+
+def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
+    """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
+    from citeline.analyzer._analyze import analyze
+    from citeline.examples.demo import SCENARIOS, gold_path
+    from tests.analysis_helpers import run_and_analyze
+
+    first, _ = run_and_analyze(tmp_path, list(SCENARIOS))
+
+    def rows(version: str) -> list[tuple[str, str, str, str, str]]:
+        result = analyze(
+            tmp_path / f"v{version}.duckdb",
+            gold=gold_path(),
+            traces=[tmp_path / "traces"],
+            judge=RulesJudge(version=version, workers=1),
+        )
+        assert result.judge["name"] == f"rules@{version}"
+        return sorted(
+            (r["trace_id"], r["gold_claim_id"] or "", r["claim_text"] or "", r["bucket"], r["support_label"] or "")
+            for r in result.claims.to_dicts()
+        )
+
+    v2, v3 = rows("2"), rows("3")
+    assert v3 == v2
+    assert len(v3) == len(first.claims.to_dicts()) > 20
