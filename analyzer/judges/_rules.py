@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 from .. import _workers
 from . import _qualifiers as qual
 from ._api import BaseJudge, JudgeItem, Judgment, as_item
-from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
+from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, value_present, values
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
 _SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")
@@ -284,14 +284,6 @@ def _states_something(sentence: str, t: _Text, v3: bool) -> bool:
     return len(t.words) >= 2 or bool(t.values) or bool(_names(sentence, v3))
 
 
-def _value_present(v: Value, found: Sequence[Value]) -> bool:
-    if any(_same_value(v, e) for e in found):
-        return True
-    if v[0] == "num":  # a bare number (a year, a count) is written the same in any value, or as a date's year
-        return any(abs(e[2] - v[2]) < 1e-9 or (e[0] == "date" and e[1] == f"{v[2]:g}") for e in found)
-    return False
-
-
 @lru_cache(maxsize=100_000)
 def _value_keys(v: Value) -> frozenset[str]:
     """What a value is looked up by when choosing a window: its amount (a date's month and day), and a year."""
@@ -395,6 +387,7 @@ class RulesJudge(BaseJudge):
         }
         # a reader left unset is on in v3 and off in v2: v2 is the judge it was, v3 the one with the readers
         self.readers = {k: v3 if v is None else _flag(v) for k, v in given.items()}
+        self._on = frozenset(k for k, v in self.readers.items() if v)
         self._v3 = v3
 
     @property
@@ -475,7 +468,7 @@ class RulesJudge(BaseJudge):
         if self.check_values:
             w_values = window.values
             for v in claim.values:
-                if _value_present(v, w_values):
+                if value_present(v, w_values):
                     continue
                 rivals = [e for e in w_values if _comparable(v, e)]
                 if rivals and v[0] != "num":
@@ -500,39 +493,39 @@ class RulesJudge(BaseJudge):
                 e_may, e_must = window.governed("may") & claim.words, window.governed("must") & claim.words
                 if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
                     return Judgment("contradicted", "obligation differs (may vs must)")
-            read = (
-                self._qualifiers(claim, window, claim.words - shared, all_tokens, all_tokens.texts)
-                if any(self.readers.values())
-                else None
-            )
+            read = self._qualifiers(claim, window, shared, all_tokens) if self._on else None
             if read is not None:
                 return read
         if ratio >= self.coverage:
             return Judgment("entailed", f"{ratio:.0%} of the claim's words are in its evidence window; values agree")
         return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in its evidence window")
 
-    def _qualifiers(
-        self, claim: _Text, window: _Window, missing: frozenset[str], all_tokens: _Vocab, texts: Sequence[str]
-    ) -> Judgment | None:
-        """Rule 7: the readers that are on, contradictions first (the claim's label takes them first)."""
+    def _qualifiers(self, claim: _Text, window: _Window, shared: frozenset[str], evidence: _Vocab) -> Judgment | None:
+        """Rule 7: the readers that are on and have something to read, contradictions first (a claim's label
+        takes them first). Written out, not looped over: it runs for every sentence that would be entailed."""
         c = claim.text
-        todo = qual.needed(c)
+        needs = qual.needed(c)
+        todo = needs.readers & self._on
         if not todo:
             return None
         w = [s.text for s in window.sentences]
-        reads: tuple[tuple[str, Callable[[], Judgment | None]], ...] = (
-            ("comparison", lambda: qual.comparison(c, w)),
-            ("direction", lambda: qual.direction(c, w, short=len(claim.words) <= 4)),
-            ("per", lambda: qual.per(c, w)),
-            ("quantifiers", lambda: qual.quantifiers(c, w, window.words, texts)),
-            ("scope", lambda: qual.scope(c, w, window.tokens, texts)),
-            ("counts", lambda: qual.counts(c, w)),
-            ("partial", lambda: qual.clauses(c, _words_of, frozenset(x for x in missing if x not in all_tokens))),
-        )
-        for reader, read in reads:
-            if reader in todo and self.readers[reader] and (verdict := read()) is not None:
-                return verdict
-        return None
+        found = None
+        if "comparison" in todo:
+            found = qual.comparison(c, w)
+        if found is None and "direction" in todo:
+            found = qual.direction(c, w, short=len(claim.words) <= 4, cues=needs.words)
+        if found is None and "per" in todo:
+            found = qual.per(c, w)
+        if found is None and "quantifiers" in todo:
+            found = qual.quantifiers(c, w, window.words, evidence.texts)
+        if found is None and "scope" in todo:
+            found = qual.scope(c, w, window.tokens, evidence.texts)
+        if found is None and "counts" in todo:
+            found = qual.counts(c, w)
+        if found is None and "partial" in todo:
+            absent = frozenset(x for x in claim.words - shared if x not in evidence)
+            found = qual.clauses(c, _words_of, absent)
+        return found
 
 
 def _words_of(text: str) -> frozenset[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 
@@ -199,6 +200,17 @@ def _same_value(a: Value, b: Value) -> bool:
     if a[0] == "date":  # a year on one side only still matches
         return not a[1] or not b[1] or a[1] == b[1]
     return a[1] == b[1]
+
+
+def value_present(v: Value, found: Iterable[Value]) -> bool:
+    """Is ``v`` among ``found`` as the value rule reads it: the same value, or a bare number (a year, a
+    count) written the same in any value, or as a date's year."""
+    for e in found:
+        if _same_value(v, e):
+            return True
+        if v[0] == "num" and (abs(e[2] - v[2]) < 1e-9 or (e[0] == "date" and e[1] == f"{v[2]:g}")):
+            return True
+    return False
 
 
 def _comparable(a: Value, b: Value) -> bool:
