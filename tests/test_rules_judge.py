@@ -345,3 +345,40 @@ def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
     v2, v3 = rows("2"), rows("3")
     assert v3 == v2
     assert len(v3) == len(first.claims.to_dicts()) > 20
+
+
+_PIECES = [*_CUES, *_PLAIN, *_VALUES, "18-year-old", "twenty-first", "and/or", "$20/month", "13th", "-", "+", "/", "x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    claim=st.lists(st.sampled_from(_PIECES), max_size=12).map(" ".join),
+    window=st.lists(st.lists(st.sampled_from(_PIECES), max_size=12).map(" ".join), min_size=1, max_size=3),
+    noise=st.text(alphabet=st.sampled_from(list("ab1-+/ ,;.")), max_size=20),
+)
+def test_every_reader_answers_a_verdict_or_nothing_on_any_text(claim: str, window: list[str], noise: str) -> None:
+    """Found by the benchmark: "18-year-old" in a window sentence raised inside the counts reader."""
+    from citeline.analyzer.judges import _qualifiers as q
+    from citeline.analyzer.judges._text import fold
+
+    c, w = fold(claim + " " + noise), [fold(s) for s in window]
+    words = frozenset(c.split())
+    found = [
+        q.comparison(c, w),
+        q.direction(c, w, short=False, cues=q.needed(c).words),
+        q.per(c, w),
+        q.quantifiers(c, w, words, window),
+        q.scope(c, w, words, window),
+        q.counts(c, w),
+        q.clauses(c, lambda part: frozenset(part.split()), words),
+    ]
+    assert all(j is None or j.label in ("contradicted", "insufficient") for j in found)
+    assert q.needed(c).readers <= frozenset(q._CUE_WORDS)
+
+
+def test_numbers_are_read_in_any_form_and_a_slash_is_a_denominator_only_after_a_number() -> None:
+    from citeline.analyzer.judges import _qualifiers as q
+
+    assert q.numbers_in("an 18-year-old in the twenty-first century, 4th of nine") == frozenset({18, 20, 1, 21, 4, 9})
+    assert q.pers("send one and/or both").denominators == frozenset()
+    assert q.pers("it costs $20/month, 5 gb/user") == (frozenset({"month"}), frozenset())
