@@ -98,3 +98,11 @@ def test_the_context_is_in_the_cache_key_only_for_a_judge_that_reads_it() -> Non
         reading.key(*base, question="Q?", sources=[SOURCE._replace(version="v5")]),
     }
     assert len(keys) == 4
+
+
+def test_a_subclass_of_the_rules_judge_keeps_the_version_it_names() -> None:
+    class Tuned(RulesJudge):
+        name, version = "tuned", "7"
+
+    assert (Tuned().version, Tuned(version=2).version, Tuned(version=2).rules_version) == ("7", "7", "2")
+    assert (RulesJudge().version, RulesJudge(version=2).version) == ("3", "2")

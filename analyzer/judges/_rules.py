@@ -365,8 +365,8 @@ class RulesJudge(BaseJudge):
         version: int | str = "3",
         workers: int | str = 0,
     ) -> None:
-        self.version = str(version).strip()
-        if self.version not in VERSIONS:
+        self.rules_version = str(version).strip()  # which rules this judge applies
+        if self.rules_version not in VERSIONS:
             raise ValueError(f"the rules judge has versions {', '.join(VERSIONS)}, not {version!r}")
         self.workers = int(workers) or min(_workers.cores(), 8)  # processes for a large batch; not a verdict
         self.coverage = float(coverage)
@@ -375,7 +375,9 @@ class RulesJudge(BaseJudge):
         self.check_names = _flag(names)
         self.check_negation = _flag(negation)
         self.check_modality = _flag(modality)
-        v3 = self.version == "3"
+        if type(self).version == RulesJudge.version:  # a subclass that names its own version keeps it
+            self.version = self.rules_version
+        v3 = self.rules_version == "3"
         given = {
             "comparison": comparison,
             "direction": direction,
@@ -393,7 +395,7 @@ class RulesJudge(BaseJudge):
     @property
     def settings(self) -> Mapping[str, Any]:
         """The options set away from their version's defaults (the defaults are part of the version)."""
-        defaults = _DEFAULTS[self.version]
+        defaults = _DEFAULTS[self.rules_version]
         return {k: v for k, v in self._raw().items() if defaults[k] != v}
 
     def _raw(self) -> dict[str, Any]:
@@ -423,7 +425,7 @@ class RulesJudge(BaseJudge):
                 (it.claim, [texts.setdefault(e, len(texts)) for e in it.evidence], it.facts, it.quotes)
                 for it in (items[i] for i in chunk)
             ]
-            jobs.append(({**self._raw(), "version": self.version}, list(texts), packed))
+            jobs.append(({**self._raw(), "version": self.rules_version}, list(texts), packed))
         out: list[Judgment | None] = [None] * len(items)
         with _workers.pool(self.workers) as pool:
             for chunk, answers in zip(chunks, pool.map(_judge_chunk, jobs), strict=True):
