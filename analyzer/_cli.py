@@ -143,7 +143,7 @@ def _validate(args: argparse.Namespace) -> int:
     from ._escape import term
     from ._gold import load_gold
 
-    gold = load_gold(args.gold_file)
+    gold = load_gold(args.gold_file, advise=True)
     for e in gold.errors:
         print(term(e))
     for w in gold.warnings:

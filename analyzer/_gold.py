@@ -91,7 +91,8 @@ class GoldSet:
     cases: dict[str, GoldCase] = field(default_factory=dict)
     errors: list[GoldError] = field(default_factory=list)
     warnings: list[GoldError] = field(default_factory=list)
-    """Usable but unconfirmed (draft cases): said by validate and kept in each run's problems."""
+    """Usable but unconfirmed (draft cases): said by validate and kept in each run's problems. Loaded with
+    ``advise=True`` (validate), also each confirmed claim that states a value but gives no ``facts``."""
     source: str = ""
     unreadable: str | None = None
     """Why the set as a whole could not be read (then it holds nothing); None when it could."""
@@ -208,8 +209,9 @@ _LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 class _Reader:
     """Collects errors with their places while records are checked."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, advise: bool = False) -> None:
         self.file = file
+        self.advise = advise  # validate: also warn about claims whose values no fact checks
         self.errors: list[GoldError] = []
         self.warnings: list[GoldError] = []
 
@@ -356,6 +358,8 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
             continue
         seen.add(claim.claim_id)
         claims.append(claim)
+        if r.advise and status != "draft":  # a draft is warned about as a whole until it is confirmed
+            _advise_facts(r, cwhere, claim)
     if expect == "answer" and not raw_claims:
         r.error(where, "claims", "a case that expects an answer needs at least one claim")
         ok = False
@@ -408,6 +412,25 @@ MAX_GOLD_LINE_BYTES = 16 * 1024 * 1024
 MAX_GOLD_FILE_BYTES = 64 * 1024 * 1024
 
 
+def _advise_facts(r: _Reader, where: str, claim: GoldClaim) -> None:
+    """A claim that states a number, an amount or a date and lists no ``facts``: the judge's deterministic
+    check of the value (a different amount is contradicted whatever the wording) cannot run for it."""
+    from .judges._text import fold, value_spans
+
+    if claim.facts:
+        return
+    text = fold(claim.text)
+    stated = list(dict.fromkeys(text[s:e] for s, e, _v in value_spans(text)))
+    if stated:
+        shown = ", ".join(stated[:3])
+        r.warn(
+            where,
+            "facts",
+            f"claim {claim.claim_id!r} states {shown} but has no facts, so the value is not checked "
+            f"deterministically; add facts: {json.dumps(stated[:3], ensure_ascii=False)}",
+        )
+
+
 def _jsonl(path: Path, r: _Reader) -> Iterator[tuple[Any, str]]:
     for n, line, length in lines(path, hold=MAX_GOLD_LINE_BYTES):
         if line is None:
@@ -431,8 +454,9 @@ def _jsonl(path: Path, r: _Reader) -> Iterator[tuple[Any, str]]:
         yield record, f"line {n}"
 
 
-def load_gold(path: str | Path) -> GoldSet:
-    """Load and validate a gold set. Problems land in ``.errors``; bad records are skipped."""
+def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
+    """Load and validate a gold set. Problems land in ``.errors``; bad records are skipped. With ``advise``
+    (``citeline validate``), ``.warnings`` also names each claim that states a value but gives no facts."""
     path = Path(path)
     gold = GoldSet(source=str(path))
     if not path.exists():
@@ -452,7 +476,7 @@ def load_gold(path: str | Path) -> GoldSet:
                     GoldError(str(f), "-", "-", "missing: a gold folder holds corpus.jsonl and cases.jsonl")
                 )
                 gold.unreadable = f"{f.name} is missing: a gold folder holds corpus.jsonl and cases.jsonl"
-        rc, rk = _Reader(str(corpus_file)), _Reader(str(cases_file))
+        rc, rk = _Reader(str(corpus_file)), _Reader(str(cases_file), advise)
         corpus_recs = list(_jsonl(corpus_file, rc)) if corpus_file.exists() else []
         _fill_corpus(gold, rc, corpus_recs)
         case_recs = list(_jsonl(cases_file, rk)) if cases_file.exists() else []
@@ -460,7 +484,7 @@ def load_gold(path: str | Path) -> GoldSet:
         gold.errors.extend(rc.errors + rk.errors)
         gold.warnings.extend(rc.warnings + rk.warnings)
         return gold
-    r = _Reader(str(path))
+    r = _Reader(str(path), advise)
     if path.stat().st_size > MAX_GOLD_FILE_BYTES:
         why = (
             f"{path.stat().st_size:,} bytes is more than the {MAX_GOLD_FILE_BYTES:,} citeline reads from one "

@@ -3,7 +3,9 @@
 ``judge_tables`` fills ``t_judged_gold`` (matched claims against their gold support
 bundles, and quote fidelity against what they cite) and ``t_judged_cited`` (unmatched
 claims against what they cite) for classify.sql; ``load_human_labels`` reads the
-labels people gave, which override any judge.
+labels people gave, which override any judge. A judge that reads context (the llm
+judge's prompt 2) is also given each claim's question and each evidence chunk's
+gold corpus entry (``judges.Source``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,11 +23,13 @@ import polars as pl
 
 from ._gold import GoldError, GoldSet
 from ._store import columns_table, register_frame
-from .judges import LABELS, Judge, JudgeItem, judge_all
+from .judges import LABELS, Judge, JudgeItem, Source, judge_all
+from .judges._api import as_item, reads_context
 
 
 class CachedJudge:
-    """Judgments cached in the store by (claim, evidence, facts, quotes, judge name, version, settings).
+    """Judgments cached in the store by (claim, evidence, facts, quotes, judge name, version, settings), and
+    for a judge that reads context by the question and sources too.
 
     A judge's failure (an exception, a timeout, an unknown label) comes back as
     ``not_applicable`` with the reason and is not cached: the next run asks again.
@@ -40,11 +44,24 @@ class CachedJudge:
         # json.dumps of a list is "[" + ", ".join(json.dumps(x) for x in it) + "]"
         self._head = json.dumps([judge.name, judge.version, self.settings])[:-1] + ", "
         self._list = lru_cache(maxsize=65536)(_json_list)
+        self.context = reads_context(judge)
 
-    def key(self, claim: str, evidence: list[str], facts: list[str], quotes: list[str]) -> str:
+    def key(
+        self,
+        claim: str,
+        evidence: Sequence[str],
+        facts: Sequence[str],
+        quotes: Sequence[str],
+        question: str = "",
+        sources: Sequence[Source] = (),
+    ) -> str:
         """sha256 of ``json.dumps([name, version, settings, claim, evidence, facts, quotes])``: the form stored
-        judgments are keyed by. Built from parts: the judge's part is the same for every item, and an
+        judgments are keyed by; for a judge that reads context, ``question`` and ``sources`` (each a list of
+        its fields) follow ``quotes``. Built from parts: the judge's part is the same for every item, and an
         evidence list (a gold bundle) or a fact list is shared by thousands of claims."""
+        tail = "]"
+        if self.context:
+            tail = ", " + json.dumps(question) + ", " + json.dumps([list(s) for s in sources]) + "]"
         return hashlib.sha256(
             (
                 self._head
@@ -55,12 +72,15 @@ class CachedJudge:
                 + self._list(tuple(facts))
                 + ", "
                 + self._list(tuple(quotes))
-                + "]"
+                + tail
             ).encode()
         ).hexdigest()
 
-    def many(self, items: list[tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
-        keys = [self.key(*it) for it in items]
+    def many(self, items: Sequence[JudgeItem | tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
+        if self.context:
+            keys = [self.key(*it, question=it.question, sources=it.sources) for it in map(as_item, items)]
+        else:  # plain tuples: no JudgeItem is made for an item the cache already holds
+            keys = [self.key(*it) for it in items]
         cached: dict[str, tuple[str, str]] = {}
         if keys:
             self.con.register("_keys", pl.DataFrame({"key": keys}).to_arrow())
@@ -72,8 +92,8 @@ class CachedJudge:
         self.hits += sum(1 for k in set(keys) if k in cached)
         todo: dict[str, JudgeItem] = {}
         for k, item in zip(keys, items, strict=True):
-            if k not in cached:
-                todo.setdefault(k, JudgeItem(*item))
+            if k not in cached and k not in todo:
+                todo[k] = as_item(item)
         answers = judge_all(self.judge, list(todo.values()))
         self.asked += len(todo)
         for k, j in zip(todo, answers, strict=True):
@@ -101,6 +121,65 @@ def _json_list(items: tuple[str, ...]) -> str:
     return json.dumps(list(items))
 
 
+class _Sources:
+    """Each gold chunk's corpus entry as a judge's ``Source``, made once per chunk."""
+
+    def __init__(self, gold: GoldSet) -> None:
+        self.gold = gold
+        self.made: dict[str, Source] = {}
+
+    def of(self, chunk_id: str) -> Source:
+        if chunk_id not in self.made:
+            c = self.gold.corpus.get(chunk_id)
+            self.made[chunk_id] = (
+                Source(chunk_id)
+                if c is None
+                else Source(
+                    chunk_id,
+                    c.doc_id,
+                    c.version,
+                    c.title,
+                    c.effective_from.isoformat() if c.effective_from else "",
+                    c.effective_to.isoformat() if c.effective_to else "",
+                    c.status,
+                )
+            )
+        return self.made[chunk_id]
+
+
+def _item(
+    claim: str,
+    evidence: list[str],
+    facts: list[str],
+    quotes: list[str],
+    question: str,
+    sources: _Sources | None,
+    chunk_ids: Sequence[str],
+) -> JudgeItem | tuple[str, list[str], list[str], list[str]]:
+    """A plain tuple for a judge that reads no context (most of a large run's items: nothing more is made);
+    with ``sources``, an item carrying the question and each chunk's corpus entry."""
+    if sources is None:
+        return (claim, evidence, facts, quotes)
+    return JudgeItem(claim, evidence, facts, quotes, question=question, sources=[sources.of(c) for c in chunk_ids])
+
+
+def _questions(
+    con: duckdb.DuckDBPyConnection, gold: GoldSet
+) -> dict[tuple[str, tuple[str, ...], tuple[str, ...]], str]:
+    """The question each unmatched claim (text, cited, quotes) answers, when every trace making it answers the
+    same gold case: a claim made in answer to two questions is judged once, so it is given neither."""
+    rows = con.execute(
+        "SELECT g.text, list_sort(g.cited), g.quotes, list(DISTINCT t.case_id) FROM t_gen_claims g "
+        "JOIN t_traces t ON t.trace_id = g.trace_id "
+        "WHERE g.factual AND len(g.cited) > 0 GROUP BY g.text, list_sort(g.cited), g.quotes"
+    ).fetchall()
+    return {
+        (text, tuple(cited), tuple(quotes)): gold.cases[cases[0]].question
+        for text, cited, quotes, cases in rows
+        if len(cases) == 1 and cases[0] in gold.cases
+    }
+
+
 def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJudge) -> None:
     texts = {cid: c.text for cid, c in gold.corpus.items()}
     claims = {(case.case_id, c.claim_id): c for case in gold.cases.values() for c in case.claims}
@@ -110,19 +189,24 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
         "SELECT DISTINCT m.case_id, m.claim_id, g.text, list_sort(g.cited), g.quotes "
         "FROM t_match m JOIN t_gen_claims g ON g.trace_id = m.trace_id AND g.claim_idx = m.claim_idx"
     ).fetchall()
+    # a judge that reads context gets the case's question and each chunk's corpus entry; others plain tuples
+    context = judge.context
+    sources = _Sources(gold) if context else None
     # every judgment this run needs, asked of the (cached) judge in one batch
-    requests: list[tuple[str, list[str], list[str], list[str]]] = []
+    requests: list[JudgeItem | tuple[str, list[str], list[str], list[str]]] = []
     plan: list[tuple[int | None, list[int]]] = []
     for case_id, claim_id, text, cited, quotes in matched:
         gc = claims[(case_id, claim_id)]
+        question = gold.cases[case_id].question if context else ""
         q_at = None
         if quotes:  # quotes are checked against what the claim cites
             q_at = len(requests)
-            requests.append((text, [texts.get(c, "") for c in cited], [], list(quotes)))
+            requests.append(_item(text, [texts.get(c, "") for c in cited], [], list(quotes), question, sources, cited))
         at = []
-        for evidence in bundles[(case_id, claim_id)]:  # support against each gold bundle
+        for b, evidence in enumerate(bundles[(case_id, claim_id)]):  # support against each gold bundle
             at.append(len(requests))
-            requests.append((text, evidence, gc.facts, []))
+            ids = (gc.support or [[]])[b]
+            requests.append(_item(text, evidence, gc.facts, [], question, sources, ids))
         plan.append((q_at, at))
     answers = judge.many(requests)
     names = ("case_id", "claim_id", "text", "cited", "quotes", "label", "rationale")
@@ -160,7 +244,21 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
         "WHERE g.factual AND len(g.cited) > 0 AND NOT EXISTS "
         "(SELECT 1 FROM t_match m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)"
     ).fetchall()
-    results = judge.many([(t, [texts.get(c, "") for c in cited], [], list(q)) for t, cited, q in unmatched])
+    asked = _questions(con, gold) if context else {}
+    results = judge.many(
+        [
+            _item(
+                t,
+                [texts.get(c, "") for c in cited],
+                [],
+                list(q),
+                asked.get((t, tuple(cited), tuple(q)), ""),
+                sources,
+                cited,
+            )
+            for t, cited, q in unmatched
+        ]
+    )
     register_frame(
         con,
         "t_judged_cited",

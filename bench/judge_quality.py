@@ -1,7 +1,8 @@
 """How the rules judge agrees with people on the repository's labelled data, and what each rule adds.
 
-Prints the tables of docs/judges.md: per data set, rules@2 against rules@1 (the judge it replaced),
-then rules@2 with one rule switched off at a time (the ablations), then the confusion matrices.
+Prints the tables of docs/judges.md: per data set, rules@3 against rules@2 and rules@1 (the judges it
+replaced), then rules@3 with one rule switched off at a time (the ablations), then the confusion matrices
+of rules@3.
 
     .venv/bin/python bench/judge_quality.py
 """
@@ -24,12 +25,20 @@ SETS = {
     "ExpertQA domain": "tests/data/expertqa/domain_test.jsonl",
     "RGB": "tests/data/rgb/en_fact.jsonl",
 }
-ABLATIONS = {
-    "rules@2": {},
+ABLATIONS: dict[str, dict[str, object]] = {
+    "rules@2": {"version": 2},
+    "rules@3": {},
     "without values": {"values": False},
     "without names": {"names": False},
     "without negation": {"negation": False},
     "without may/must": {"modality": False},
+    "without comparison": {"comparison": False},
+    "without direction": {"direction": False},
+    "without per (windows, denominators)": {"per": False},
+    "without quantifiers": {"quantifiers": False},
+    "without scope": {"scope": False},
+    "without counts": {"counts": False},
+    "without partial support": {"partial": False},
     "one-sentence window": {"window": 1},
     "coverage 0.6": {"coverage": 0.6},
     "coverage 0.4": {"coverage": 0.4},
@@ -59,7 +68,7 @@ def main() -> None:
             print(_row(label, a))
             if not options:
                 confusions[name] = a.confusion
-    print("\n### Confusion matrices (rules@2): people's class by the judge's label\n")
+    print("\n### Confusion matrices (rules@3): people's class by the judge's label\n")
     for name, conf in confusions.items():
         print(f"{name}:\n\n| people \\\\ judge | entailed | contradicted | insufficient | not_applicable |")
         print("|---|---|---|---|---|")

@@ -9,12 +9,19 @@ part of one) to what the "model" does:
     {"malformed_once": "entailed"}   a bad reply first, the verdict when asked again
     {"status": 500, "times": 1}      that HTTP status for the first ``times`` requests, then ``default``
     {"sleep": 5}                     answers after 5 s (longer than the client's timeout)
+
+With ``require_context=True`` the server checks every request for what prompt 2 must carry (the rubric
+with its four labels and the instruction not to use outside knowledge; the question, the claim, and each
+evidence text under its document, chunk, version and effective-date line): a request lacking any is
+answered HTTP 422 and listed in ``missing`` with what it lacked. ``parse_prompt`` reads a prompt back
+into its fields, for tests to compare exactly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -35,6 +42,8 @@ class ChatServer:
     active: int = 0
     most_active: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    require_context: bool = False
+    missing: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def action(self, claim: str) -> dict[str, Any]:
         for key, act in self.table.items():
@@ -45,9 +54,46 @@ class ChatServer:
 
 def _claim(messages: list[dict[str, str]]) -> str:
     for m in messages:
-        if m.get("role") == "user" and m.get("content", "").startswith("Claim: "):
-            return m["content"].splitlines()[0].removeprefix("Claim: ")
+        if m.get("role") == "user":
+            for line in m.get("content", "").splitlines():
+                if line.startswith("Claim: "):
+                    return line.removeprefix("Claim: ")
     return ""
+
+
+_EVIDENCE_HEAD = re.compile(r"^\[(\d+)\] \((.*)\)$")
+_RUBRIC = ("entailed", "contradicted", "insufficient", "not_applicable", "rationale", "outside knowledge")
+_METADATA = ("document", "chunk", "version", "effective")
+
+
+def parse_prompt(messages: list[dict[str, str]]) -> dict[str, Any]:
+    """Prompt 2 read back: system text, question, claim, and each evidence text with its metadata fields."""
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+    out: dict[str, Any] = {"system": system, "question": None, "claim": None, "evidence": []}
+    lines = user.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Question: ") and out["question"] is None:
+            out["question"] = line.removeprefix("Question: ")
+        elif line.startswith("Claim: ") and out["claim"] is None:
+            out["claim"] = line.removeprefix("Claim: ")
+        elif (head := _EVIDENCE_HEAD.match(line)) is not None:
+            meta = dict(part.split(": ", 1) for part in head.group(2).split("; ") if ": " in part)
+            text = lines[i + 1] if i + 1 < len(lines) else ""
+            out["evidence"].append({"n": int(head.group(1)), "metadata": meta, "text": text})
+    return out
+
+
+def lacks(messages: list[dict[str, str]]) -> list[str]:
+    """What a prompt 2 request leaves out, by name (empty when it carries every field)."""
+    p = parse_prompt(messages)
+    gone = [f"rubric: {w}" for w in _RUBRIC if w not in p["system"]]
+    gone += [f for f in ("question", "claim") if not p[f]]
+    if not p["evidence"]:
+        gone.append("evidence")
+    for e in p["evidence"]:
+        gone += [f"evidence [{e['n']}] {k}" for k in _METADATA if k not in e["metadata"]]
+    return gone
 
 
 def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
@@ -65,6 +111,15 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 server.active += 1
                 server.most_active = max(server.most_active, server.active)
             act = server.action(claim)
+            gone = lacks(body["messages"]) if server.require_context else []
+            if gone:
+                with server.lock:
+                    server.missing.append((claim, gone))
+                    server.active -= 1
+                self.send_response(422)
+                self.end_headers()
+                self.wfile.write(json.dumps({"error": "prompt lacks " + ", ".join(gone)}).encode())
+                return
             time.sleep(float(act.get("sleep", 0.02)))  # a little latency, so concurrency shows
             with server.lock:  # counted as done before the answer leaves, so the next request cannot overlap it
                 server.active -= 1
@@ -113,8 +168,10 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def chat_server(table: dict[str, dict[str, Any]], default: dict[str, Any] | None = None) -> Iterator[ChatServer]:
-    state = ChatServer(table, default or {"label": "insufficient"})
+def chat_server(
+    table: dict[str, dict[str, Any]], default: dict[str, Any] | None = None, require_context: bool = False
+) -> Iterator[ChatServer]:
+    state = ChatServer(table, default or {"label": "insufficient"}, require_context=require_context)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"

@@ -1,7 +1,8 @@
 """The llm judge against a real chat-completions server on loopback.
 
 Mocked: only the model's answers (no model weights or hosted LLM can be reached here); they come from
-a table in tests/chat_server.py. HTTP, JSON, retries, timeouts and concurrency are real.
+a table in tests/chat_server.py, which stands in for the hosted model. HTTP, JSON, retries, timeouts,
+concurrency and the prompt the judge builds are real; the server checks that prompt 2 carries each field.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import pytest
 
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._cli import main
-from citeline.analyzer.judges import JudgeItem, judge_all, load
+from citeline.analyzer.judges import JudgeItem, Source, judge_all, load
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
-from tests.chat_server import chat_server
+from tests.chat_server import chat_server, parse_prompt
 
 EVIDENCE = ["Opened electronics may be returned within 30 days of delivery."]
 
@@ -25,21 +26,99 @@ def _judge(url: str, **options: str) -> object:
     return load("llm", model="table-model", base_url=url, backoff="0.01", **options)
 
 
+SOURCE = Source("returns-v4#eligibility-2", "returns", "v4", "Returns policy", "2026-01-01", "", "active")
+
+
 def test_verdicts_come_from_the_endpoint_with_the_prompt_version_in_the_cache_key() -> None:
     with chat_server({"30 days": {"label": "entailed"}, "60 days": {"label": "contradicted"}}) as srv:
         judge = _judge(srv.url)
         ok, wrong = judge_all(judge, [JudgeItem("Returns take 30 days.", EVIDENCE), JudgeItem("60 days.", EVIDENCE)])
     assert (ok.label, ok.rationale, ok.error) == ("entailed", "scripted entailed", False)
     assert (wrong.label, wrong.error) == ("contradicted", False)
-    assert judge.settings == {"model": "table-model", "prompt": "1", "temperature": 0.0}
+    assert judge.settings == {"model": "table-model", "prompt": "2", "temperature": 0.0}
+    assert (judge.version, judge.reads_context) == ("2", True)  # type: ignore[attr-defined]
     # the two requests run concurrently: find this claim's, whatever order they arrived in
-    body = next(b for b in srv.seen if b["messages"][1]["content"].startswith("Claim: Returns take 30 days."))
+    body = next(b for b in srv.seen if parse_prompt(b["messages"])["claim"] == "Returns take 30 days.")
     assert body["model"] == "table-model"
-    assert body["messages"][1]["content"].splitlines()[:3] == [
+
+
+def test_prompt_2_carries_the_question_each_chunk_with_its_metadata_and_the_rubric() -> None:
+    """Issue #24: the question, the claim, each evidence text with its document metadata, the four labels
+    with a rationale grounded in the evidence, and no outside knowledge; the server refuses a prompt
+    lacking any of them (422), so a judge that dropped one would get no verdict here."""
+    question = "Can opened electronics be returned after three weeks?"
+    other = Source("returns-v3#eligibility-2", "returns", "v3", "Returns policy (2025)", "2025-01-01", "2026-01-01")
+    item = JudgeItem(
+        "Returns take 30 days.",
+        [EVIDENCE[0], "Opened electronics may be returned within 14 days."],
+        question=question,
+        sources=[SOURCE, other],
+    )
+    with chat_server({}, default={"label": "entailed"}, require_context=True) as srv:
+        (j,) = judge_all(_judge(srv.url), [item])
+    assert (j.label, srv.missing) == ("entailed", [])
+    (body,) = srv.seen
+    prompt = parse_prompt(body["messages"])
+    assert (prompt["question"], prompt["claim"]) == (question, "Returns take 30 days.")
+    assert prompt["evidence"] == [
+        {
+            "n": 1,
+            "metadata": {
+                "document": "returns",
+                "chunk": "returns-v4#eligibility-2",
+                "version": "v4",
+                "title": "Returns policy",
+                "effective": "2026-01-01 to open",
+                "status": "active",
+            },
+            "text": EVIDENCE[0],
+        },
+        {
+            "n": 2,
+            "metadata": {
+                "document": "returns",
+                "chunk": "returns-v3#eligibility-2",
+                "version": "v3",
+                "title": "Returns policy (2025)",
+                "effective": "2025-01-01 to 2026-01-01",
+                "status": "not recorded",
+            },
+            "text": "Opened electronics may be returned within 14 days.",
+        },
+    ]
+    system = prompt["system"]
+    assert "do not use outside knowledge" in system
+    assert '{"label": "<entailed|contradicted|insufficient|not_applicable>", "rationale": "<one sentence>"}' in system
+    assert "The rationale must rest on the evidence alone" in system
+    # a judge that knows no question or source still sends every field, saying so
+    with chat_server({}, default={"label": "insufficient"}, require_context=True) as srv:
+        (bare,) = judge_all(_judge(srv.url), [JudgeItem("Returns take 30 days.", EVIDENCE)])
+    assert (bare.label, srv.missing) == ("insufficient", [])
+    prompt = parse_prompt(srv.seen[0]["messages"])
+    assert prompt["question"] == "(not recorded)"
+    assert prompt["evidence"][0]["metadata"] == dict.fromkeys(
+        ("document", "chunk", "version", "title", "effective", "status"), "not recorded"
+    )
+
+
+def test_prompt_1_stays_loadable_and_the_server_sees_what_it_lacks() -> None:
+    """Prompt 1 (claim and evidence only) is kept for comparison; it is the prompt the server's check exists
+    to refuse: no question, no metadata, no fourth label, nothing about outside knowledge."""
+    with chat_server({}, default={"label": "entailed"}, require_context=True) as srv:
+        judge = _judge(srv.url, prompt="1", retries="0")
+        (j,) = judge_all(judge, [JudgeItem("Returns take 30 days.", EVIDENCE, question="Q?", sources=[SOURCE])])
+    assert judge.settings == {"model": "table-model", "prompt": "1", "temperature": 0.0}
+    assert (j.label, j.error) == ("not_applicable", True)
+    assert srv.missing == [
+        ("Returns take 30 days.", ["rubric: not_applicable", "rubric: outside knowledge", "question", "evidence"])
+    ]
+    assert srv.seen[0]["messages"][1]["content"].splitlines() == [
         "Claim: Returns take 30 days.",
         "Evidence:",
         f"[1] {EVIDENCE[0]}",
     ]
+    with pytest.raises(ValueError, match="the llm judge has prompt versions 1, 2, not '3'"):
+        _judge(srv.url, prompt="3")
 
 
 def test_a_malformed_reply_is_asked_again_once_then_not_applicable_with_the_reply_quoted() -> None:
@@ -137,7 +216,7 @@ def test_calibrate_with_the_llm_judge(tmp_path: Path, capsys: pytest.CaptureFixt
         )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["judge"] == 'llm@1{"model":"table-model","prompt":"1","temperature":0.0}'
+    assert out["judge"] == 'llm@2{"model":"table-model","prompt":"2","temperature":0.0}'
     assert (out["n"], out["judge_errors"]) == (4, 1)
     assert out["confusion"] == {
         "supported": {"entailed": 1, "contradicted": 0, "insufficient": 0, "not_applicable": 1},
@@ -161,7 +240,7 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
     gen_span = next(o for o in outcomes if o.scenario.name == "wrong-number").spans["generation"]
     assert slow["span_id"] == gen_span
     assert slow["reason"] == (
-        'judge llm@1{"model":"table-model","prompt":"1","temperature":0.0} could not decide: '
+        'judge llm@2{"model":"table-model","prompt":"2","temperature":0.0} could not decide: '
         f"no answer after 2 tries: timed out ({srv.url}/chat/completions)"
     )
     assert (fast["bucket"], fast["support_label"]) == ("ok", "entailed")
@@ -173,3 +252,41 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
     assert srv2.requests and all("60 days" in c for c in srv2.requests)
     slow2 = next(r for r in again.claims.to_dicts() if r["gold_claim_id"] == "window" and "60 days" in r["claim_text"])
     assert (slow2["bucket"], slow2["support_label"]) == ("grounding", "contradicted")
+
+
+def test_analyze_gives_the_llm_judge_each_claims_question_and_its_chunks_corpus_entries(tmp_path: Path) -> None:
+    """The question and the metadata reach the judge from a real run: every request of the demo's scenarios
+    carries its case's question and, for each evidence text, the gold corpus entry it is."""
+    from citeline.analyzer._gold import load_gold
+
+    gold = load_gold(gold_path())
+    _, _ = run_and_analyze(tmp_path, list(SCENARIOS))
+    with chat_server({}, default={"label": "entailed"}, require_context=True) as srv:
+        result = analyze(tmp_path / "llm.duckdb", gold=gold_path(), traces=[tmp_path / "traces"], judge=_judge(srv.url))
+    assert result.judge["failed"] == 0 and srv.missing == []
+    questions = {c.question for c in gold.cases.values()}
+    prompts = [parse_prompt(b["messages"]) for b in srv.seen]
+    assert len(prompts) == result.judge["requests"] > 10  # one request each (a claim with no text asks none)
+    for p in prompts:
+        assert p["question"] in questions | {"(not recorded)"}, p["question"]
+        for e in p["evidence"]:
+            chunk = gold.corpus[e["metadata"]["chunk"]]
+            assert (e["text"], e["metadata"]["document"], e["metadata"]["version"]) == (
+                chunk.text,
+                chunk.doc_id,
+                chunk.version,
+            )
+    window = [p for p in prompts if "returned within 30 days" in p["claim"]]
+    assert window and {p["question"] for p in window} == {gold.cases["returns-window"].question}
+    assert window[0]["evidence"][0]["metadata"] == {
+        "document": "returns",
+        "chunk": "returns-v4#eligibility-2",
+        "version": "v4",
+        "title": "Returns policy",
+        "effective": "2026-01-01 to open",
+        "status": "active",
+    }
+    # the question and sources are in the llm judge's cache key: the same run again asks nothing
+    with chat_server({}, default={"label": "entailed"}, require_context=True) as srv2:
+        again = analyze(tmp_path / "llm.duckdb", gold=gold_path(), judge=_judge(srv2.url))
+    assert (again.judge["asked"], again.judge["cached"], srv2.seen) == (0, result.judge["asked"], [])

@@ -1,5 +1,6 @@
-"""The rules judge v2: each rule with the labelled example that motivates it (docs/judges.md lists them),
-and its agreement with people on the repository's data (WiCE, ExpertQA, RGB)."""
+"""The rules judge: each rule with the labelled example that motivates it (docs/judges.md lists them), v3's
+qualifier readers each with the v2 verdict it corrects and a twin that stays entailed, and the agreement
+of v2 and v3 with people on the repository's data (WiCE, ExpertQA, RGB)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.analyzer._calibrate import calibrate
-from citeline.analyzer.judges import RulesJudge, load
+from citeline.analyzer.judges import RulesJudge, ident, load
 from citeline.analyzer.judges._rules import sentences
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -53,12 +54,145 @@ RULES = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("version", ["2", "3"])
 @pytest.mark.parametrize(
     ("rule", "claim", "evidence", "label"), RULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(RULES)]
 )
-def test_each_rule_on_its_motivating_example(rule: str, claim: str, evidence: str, label: str) -> None:
-    j = RulesJudge().judge(claim, [evidence])
+def test_each_rule_on_its_motivating_example(rule: str, claim: str, evidence: str, label: str, version: str) -> None:
+    j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
     assert j.label == label, (rule, j.rationale)
+
+
+# --- v3: the qualifiers (issue #24). Each example: v2 said entailed; v3 says otherwise, and why ------------
+
+V3 = [
+    # (reader, claim, evidence, v3 label, v3 rationale)
+    ("comparison", "Orders under $50 ship free.", "Orders over $50 ship free within the continental US.",
+     "contradicted", "the claim says 'under $50', the evidence says 'over $50'"),
+    ("comparison", "Cancellations need at least 48 hours of notice.", "Cancellations need at most 48 hours of notice.",
+     "contradicted", "the claim says 'at least 48 hours', the evidence says 'at most 48 hours'"),
+    ("comparison", "The fee applies to accounts opened before 2020.", "The fee applies to accounts opened since 2020.",
+     "contradicted", "the claim says 'before 2020', the evidence says 'since 2020'"),
+    ("comparison", "A 15% restocking fee applies to opened electronics returned within 14 days.",
+     "A 15% restocking fee applies to opened electronics returned after 14 days.",
+     "contradicted", "the claim says 'within 14 days', the evidence says 'after 14 days'"),
+    ("comparison", "Members may bring 2 guests or more.", "Members may bring 2 guests or fewer.",
+     "contradicted", "the claim says '2 guests or more', the evidence says '2 guests or fewer'"),
+    ("comparison", "Badges are collected before the keynote.", "Badges are collected after the keynote.",
+     "contradicted", "the claim says 'before the keynote', the evidence says 'after the keynote'"),
+    ("direction", "Fees fell 5% last year.", "Fees rose 5% last year.",
+     "contradicted", "direction differs: the claim says 'fell', the evidence 'rose' (5%, fees, last)"),
+    ("direction", "The update will increase battery life.", "The update will decrease battery life.",
+     "contradicted", "direction differs: the claim says 'increase', the evidence 'decrease' (battery, life, update)"),
+    ("direction", "Quarterly revenue changed by +8%.", "Quarterly revenue changed by -8%.",
+     "contradicted", "direction differs: the claim says '+', the evidence '-' (+8%)"),
+    ("per", "The plan costs $20 per day.", "The plan costs $20 per month.",
+     "contradicted", "the claim counts per day, the evidence per month"),
+    ("per", "Download limits apply per user.", "Download limits apply per account.",
+     "contradicted", "the claim counts per user, the evidence per account"),
+    ("per", "The gym charges a $30 monthly fee.", "The gym charges a $30 annual fee.",
+     "contradicted", "the claim counts per month, the evidence per year"),
+    ("quantifiers", "All plans include phone support.", "The Pro plan includes phone support.",
+     "insufficient", "the claim says 'all plans', the evidence only 'pro plan'"),
+    ("quantifiers", "The office is always open on Sundays.", "The office is usually open on Sundays.",
+     "insufficient", "the claim says 'always' (open), the evidence only 'usually'"),
+    ("quantifiers", "Every store stocks the charger.", "Some stores stock the charger.",
+     "insufficient", "the claim says 'every' (stock), the evidence only 'some'"),
+    ("scope", "Returns are free in every country.", "Returns are free in the EU.",
+     "insufficient", "the claim says 'in every country', the evidence 'in the eu'"),
+    ("scope", "Approval is required for domestic hotels above 4,000 TRY.",
+     "Approval is required for international hotels above 4,000 TRY per night.",
+     "insufficient", "the claim is about 'domestic', the evidence about 'international'"),
+    ("partial", "Refunds take 5 business days and include the original shipping fee.", "Refunds take 5 business days.",
+     "insufficient", "the evidence does not cover 'include the original shipping fee'"),
+    ("counts", "The overpass has two elevators.", "The new overpass has elevators at both ends.",
+     "insufficient", "the evidence does not state 'two'"),
+    ("counts", "New Zealand were the fourth team to qualify.", "New Zealand were the last team to qualify.",
+     "insufficient", "the evidence does not state 'fourth'"),
+]  # fmt: skip
+
+# each example's twin: the same reader reads it and finds nothing wrong (v2 and v3 both entailed)
+TWINS = [
+    ("comparison", "Orders over $50 ship free.", "Orders over $50 ship free within the continental US."),
+    ("comparison", "Cancellations need 48 hours or more of notice.", "Cancellations need at least 48 hours of notice."),
+    ("comparison", "The fee applies to accounts opened after 2020.", "The fee applies to accounts opened since 2020."),
+    ("comparison", "Badges are collected before the keynote.", "Badges are collected before the keynote starts."),
+    ("direction", "Fees rose 5% last year.", "Fees rose 5% last year, the annual report says."),
+    ("direction", "The update will decrease battery life.", "The update will decrease battery life by an hour."),
+    ("per", "The plan costs $20 per month.", "The plan costs $20 per month, billed yearly."),
+    ("per", "Download limits apply per account.", "Download limits apply per account."),
+    ("quantifiers", "The Pro plan includes phone support.", "The Pro plan includes phone support."),
+    ("quantifiers", "All plans include phone support.", "All plans, from Basic to Pro, include phone support."),
+    ("quantifiers", "The office is usually open on Sundays.", "The office is always open on Sundays."),
+    ("quantifiers", "Some stores stock the charger.", "Every store stocks the charger."),
+    ("scope", "Returns are free in the EU.", "Returns are free in the EU."),
+    ("scope", "Returns are free in every country.", "Returns are free in every country we ship to, Canada included."),
+    ("scope", "Approval is required for international hotels above 4,000 TRY.",
+     "Approval is required for international hotels above 4,000 TRY per night."),
+    ("partial", "Refunds take 5 business days and include the original shipping fee.",
+     "Refunds take 5 business days. The refund includes the original shipping fee."),
+    ("counts", "The overpass has two elevators.", "The new overpass has 2 elevators."),
+    ("counts", "New Zealand were the fourth team to qualify.", "New Zealand were the 4th team to qualify."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("reader", "claim", "evidence", "label", "rationale"), V3, ids=[f"{r[0]}-{i}" for i, r in enumerate(V3)]
+)
+def test_v3_reads_the_qualifier_v2_missed(reader: str, claim: str, evidence: str, label: str, rationale: str) -> None:
+    v2 = RulesJudge(version=2, workers=1).judge(claim, [evidence])
+    assert v2.label == "entailed", v2  # the defect the issue reports
+    v3 = RulesJudge(workers=1).judge(claim, [evidence])
+    assert (v3.label, v3.rationale) == (label, rationale)
+    # the reader is what decides: with it off, v3 says what v2 said
+    off = load("rules", **{reader: "false"}, workers="1")
+    assert off.judge(claim, [evidence]).label == "entailed"
+    assert dict(off.settings) == {reader: False}
+
+
+@pytest.mark.parametrize(("reader", "claim", "evidence"), TWINS, ids=[f"{r[0]}-{i}" for i, r in enumerate(TWINS)])
+def test_v3_twins_stay_entailed(reader: str, claim: str, evidence: str) -> None:
+    for version in ("2", "3"):
+        j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
+        assert j.label == "entailed", (reader, version, j.rationale)
+
+
+def test_v3_names_skip_prepositions_and_number_words_opening_a_sentence() -> None:
+    claim = "Upon retiring, Brodeur joined the Blues as an assistant."
+    evidence = ["Brodeur retired and joined the Blues."]
+    assert RulesJudge(version=2, workers=1).judge(claim, evidence).rationale == "the evidence does not name 'Upon'"
+    assert RulesJudge(workers=1).judge(claim, evidence).label == "entailed"
+    claim, evidence = "One approach is to read aloud every day.", ["Reading aloud every day is a good approach."]
+    assert RulesJudge(version=2, workers=1).judge(claim, evidence).rationale == "the evidence does not name 'One'"
+    assert RulesJudge(workers=1).judge(claim, evidence).label == "entailed"
+
+
+def test_the_version_is_an_option_and_names_the_judge() -> None:
+    v2, v3 = load("rules", version="2"), load("rules")
+    assert (v2.version, dict(v2.settings), ident(v2)) == ("2", {}, "rules@2")  # v2's cached judgments still match
+    assert (v3.version, dict(v3.settings), ident(v3)) == ("3", {}, "rules@3")
+    assert dict(load("rules", version="2", per="true").settings) == {"per": True}  # a v3 reader tried on v2
+    with pytest.raises(ValueError, match="the rules judge has versions 2, 3, not '4'"):
+        load("rules", version="4")
+
+
+_CUES = [
+    "under", "over", "at least", "at most", "before", "after", "since", "within", "or more", "or less", "per day",
+    "per user", "monthly", "a month", "fell", "rose", "increase", "decrease", "all", "every", "some", "always",
+    "usually", "in the", "worldwide", "domestic", "international", "two", "fourth", "and", "but", ";", ",",
+]  # fmt: skip
+_PLAIN = ["orders", "ship", "free", "fees", "the", "plan", "EU", "Pro", "users", "refunds", "include", "stores"]
+_VALUES = ["$50", "5%", "2020", "14 days", "+8%", "-8%", "4,000 TRY", "July 4, 1776"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_CUES + _PLAIN + _VALUES), min_size=1, max_size=14))
+def test_the_readers_never_take_back_a_claim_against_its_own_text(words: list[str]) -> None:
+    """Whatever qualifiers a sentence holds, the same sentence as evidence agrees with every one of them."""
+    text = " ".join(words) + "."
+    v2 = RulesJudge(version=2, workers=1).judge(text, [text])
+    v3 = RulesJudge(workers=1).judge(text, [text])
+    assert v3 == v2 or (v3.label == v2.label and "names" not in v2.rationale), (v2, v3)
 
 
 def test_switching_a_rule_off_is_an_option_and_part_of_the_cache_key() -> None:
@@ -90,23 +224,37 @@ def test_the_judge_always_answers_a_known_label(claim: str, evidence: list[str])
 # --- agreement with people on the repository's data (docs/judges.md has the tables) ----------------
 
 
-def test_wice_kappa_is_at_least_0_40() -> None:
-    a = calibrate(DATA / "wice" / "claim_test.jsonl", RulesJudge())
-    assert a.n == 358
-    assert a.kappa >= 0.40, a
+def _agreement(name: str, version: str) -> tuple[int, float, float]:
+    a = calibrate(DATA / name, RulesJudge(version=version, workers=1))
+    return a.n, round(a.kappa, 3), round(a.false_support, 3)
 
 
-def test_rgb_false_support_is_at_most_0_02() -> None:
-    a = calibrate(DATA / "rgb" / "en_fact.jsonl", RulesJudge())
-    assert a.n == 1179
-    assert a.false_support <= 0.02, a
+def test_v2_agrees_with_people_exactly_as_it_did() -> None:
+    """v2 stays loadable for comparison, and answers as it always did: the figures of docs/judges.md."""
+    assert _agreement("wice/claim_test.jsonl", "2") == (358, 0.424, 0.154)
+    assert _agreement("rgb/en_fact.jsonl", "2") == (1179, 0.946, 0.013)
+    assert _agreement("expertqa/rand_test.jsonl", "2") == (793, 0.080, 0.251)
+    assert _agreement("expertqa/domain_test.jsonl", "2") == (880, 0.077, 0.245)
 
 
-def test_expertqa_agreement_does_not_fall() -> None:
-    """Below the 0.15 the issue asks for: docs/judges.md shows why no word-overlap rule reaches it here."""
-    a = calibrate(DATA / "expertqa" / "rand_test.jsonl", RulesJudge())
-    assert a.n == 793
-    assert a.kappa >= 0.07, a
+def test_v3_wice_kappa_is_at_least_0_45() -> None:
+    n, kappa, _ = _agreement("wice/claim_test.jsonl", "3")
+    assert n == 358
+    assert kappa >= 0.45
+
+
+def test_v3_rgb_false_support_is_at_most_0_02() -> None:
+    n, _, false_support = _agreement("rgb/en_fact.jsonl", "3")
+    assert n == 1179
+    assert false_support <= 0.02
+
+
+@pytest.mark.parametrize("name", ["expertqa/rand_test.jsonl", "expertqa/domain_test.jsonl"])
+def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
+    """Below the 0.15 an earlier issue asked for: docs/judges.md shows why no word-overlap rule reaches it."""
+    v2, v3 = _agreement(name, "2"), _agreement(name, "3")
+    assert v3[0] == v2[0]
+    assert v3[1] >= v2[1], (v2, v3)
 
 
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -171,3 +319,66 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
         ["34 days"],
     )
     assert verdict.label == "entailed", verdict
+
+
+def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
+    """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
+    from citeline.analyzer._analyze import analyze
+    from citeline.examples.demo import SCENARIOS, gold_path
+    from tests.analysis_helpers import run_and_analyze
+
+    first, _ = run_and_analyze(tmp_path, list(SCENARIOS))
+
+    def rows(version: str) -> list[tuple[str, str, str, str, str]]:
+        result = analyze(
+            tmp_path / f"v{version}.duckdb",
+            gold=gold_path(),
+            traces=[tmp_path / "traces"],
+            judge=RulesJudge(version=version, workers=1),
+        )
+        assert result.judge["name"] == f"rules@{version}"
+        return sorted(
+            (r["trace_id"], r["gold_claim_id"] or "", r["claim_text"] or "", r["bucket"], r["support_label"] or "")
+            for r in result.claims.to_dicts()
+        )
+
+    v2, v3 = rows("2"), rows("3")
+    assert v3 == v2
+    assert len(v3) == len(first.claims.to_dicts()) > 20
+
+
+_PIECES = [*_CUES, *_PLAIN, *_VALUES, "18-year-old", "twenty-first", "and/or", "$20/month", "13th", "-", "+", "/", "x"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    claim=st.lists(st.sampled_from(_PIECES), max_size=12).map(" ".join),
+    window=st.lists(st.lists(st.sampled_from(_PIECES), max_size=12).map(" ".join), min_size=1, max_size=3),
+    noise=st.text(alphabet=st.sampled_from(list("ab1-+/ ,;.")), max_size=20),
+)
+def test_every_reader_answers_a_verdict_or_nothing_on_any_text(claim: str, window: list[str], noise: str) -> None:
+    """Found by the benchmark: "18-year-old" in a window sentence raised inside the counts reader."""
+    from citeline.analyzer.judges import _qualifiers as q
+    from citeline.analyzer.judges._text import fold
+
+    c, w = fold(claim + " " + noise), [fold(s) for s in window]
+    words = frozenset(c.split())
+    found = [
+        q.comparison(c, w),
+        q.direction(c, w, short=False, cues=q.needed(c).words),
+        q.per(c, w),
+        q.quantifiers(c, w, words, window),
+        q.scope(c, w, words, window),
+        q.counts(c, w),
+        q.clauses(c, lambda part: frozenset(part.split()), words),
+    ]
+    assert all(j is None or j.label in ("contradicted", "insufficient") for j in found)
+    assert q.needed(c).readers <= frozenset(q._CUE_WORDS)
+
+
+def test_numbers_are_read_in_any_form_and_a_slash_is_a_denominator_only_after_a_number() -> None:
+    from citeline.analyzer.judges import _qualifiers as q
+
+    assert q.numbers_in("an 18-year-old in the twenty-first century, 4th of nine") == frozenset({18, 20, 1, 21, 4, 9})
+    assert q.pers("send one and/or both").denominators == frozenset()
+    assert q.pers("it costs $20/month, 5 gb/user") == (frozenset({"month"}), frozenset())

@@ -11,7 +11,7 @@ part of the cache key), and a batch form ``judge_many``. Third-party judges
 register a factory in the ``citeline.judges`` entry point group.
 """
 
-from ._api import LABELS, BaseJudge, Judge, JudgeItem, Judgment, ident, judge_all
+from ._api import LABELS, BaseJudge, Judge, JudgeItem, Judgment, Source, ident, judge_all
 from ._registry import JudgeNotFound, available, load
 from ._rules import RulesJudge
 
@@ -23,6 +23,7 @@ __all__ = [
     "JudgeNotFound",
     "Judgment",
     "RulesJudge",
+    "Source",
     "available",
     "ident",
     "judge_all",

@@ -4,6 +4,11 @@ A judge answers one of ``LABELS`` with a short rationale. ``judge_all`` is how
 the analyzer and ``calibrate`` ask: it never lets a judge's exception, timeout
 or unknown label escape as anything but ``not_applicable`` with the reason,
 marked ``error`` so the answer is not cached.
+
+An item is the four-tuple it always was (claim, evidence, facts, quotes), so a
+judge written against that API keeps working; the question the answer was
+given to and each evidence text's ``Source`` ride along as attributes, read by
+a judge that says ``reads_context = True`` (and then part of its cache key).
 """
 
 from __future__ import annotations
@@ -23,11 +28,58 @@ class Judgment:
     error: bool = False  # the judge failed: the label is not_applicable and must not be cached
 
 
-class JudgeItem(NamedTuple):
+class Source(NamedTuple):
+    """What is known of one evidence text besides its words: the gold corpus entry it is (docs/gold-format.md)."""
+
+    chunk: str = ""
+    doc: str = ""
+    version: str = ""
+    title: str = ""
+    effective_from: str = ""  # ISO date, "" when not given
+    effective_to: str = ""  # ISO date, exclusive; "" when open
+    status: str = ""  # active, archived, deleted; "" when not known
+
+
+class _Four(NamedTuple):
     claim: str
     evidence: Sequence[str]
     facts: Sequence[str] = ()
     quotes: Sequence[str] = ()
+
+
+class JudgeItem(_Four):
+    """One claim to judge: ``(claim, evidence, facts, quotes)`` as a tuple, as before (it unpacks, indexes
+    and is passed as ``judge(*item)`` the same way), with two keyword-only attributes beside it: the
+    ``question`` the answer was given to ("" when not known) and ``sources``, one ``Source`` per evidence
+    text (empty when not known)."""
+
+    question: str
+    sources: tuple[Source, ...]
+
+    def __new__(
+        cls,
+        claim: str,
+        evidence: Sequence[str],
+        facts: Sequence[str] = (),
+        quotes: Sequence[str] = (),
+        *,
+        question: str = "",
+        sources: Sequence[Source] = (),
+    ) -> JudgeItem:
+        item = super().__new__(cls, claim, evidence, facts, quotes)
+        item.question = question
+        item.sources = tuple(sources)
+        return item
+
+
+def as_item(it: Sequence[Any]) -> JudgeItem:
+    """An item as a JudgeItem, keeping its question and sources (``JudgeItem(*it)`` would drop them)."""
+    return it if isinstance(it, JudgeItem) else JudgeItem(*it)
+
+
+def reads_context(judge: object) -> bool:
+    """Does the judge read an item's question and sources? (Then they are part of its cache key.)"""
+    return bool(getattr(judge, "reads_context", False))
 
 
 @runtime_checkable
@@ -48,10 +100,11 @@ class Judge(Protocol):
 
 
 class BaseJudge:
-    """Convenience base: ``judge_many`` asks ``judge`` one item at a time; no settings, no usage."""
+    """Convenience base: ``judge_many`` asks ``judge`` one item at a time; no settings, no usage, no context."""
 
     name = "base"
     version = "0"
+    reads_context = False
 
     @property
     def settings(self) -> Mapping[str, Any]:
@@ -63,7 +116,7 @@ class BaseJudge:
         raise NotImplementedError
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-        return [self.judge(*JudgeItem(*it)) for it in items]
+        return [self.judge(*as_item(it)) for it in items]
 
     def usage(self) -> dict[str, float]:
         """Counters for the run summary (model judges: requests, tokens, cost)."""
@@ -93,7 +146,7 @@ def _checked(judge: Judge, answer: object) -> Judgment:
 
 def judge_all(judge: Judge, items: Sequence[JudgeItem]) -> list[Judgment]:
     """Ask the judge about every item; whatever goes wrong is ``not_applicable`` with the reason, per item."""
-    items = [JudgeItem(*it) for it in items]
+    items = [as_item(it) for it in items]
     if not items:
         return []
     try:
@@ -104,7 +157,9 @@ def judge_all(judge: Judge, items: Sequence[JudgeItem]) -> list[Judgment]:
         answers = []
         for it in items:
             try:
-                answers.append(judge.judge(*it))
+                context = {"question": it.question, "sources": it.sources} if reads_context(judge) else {}
+                ask: Any = judge.judge  # a judge that reads no context takes the four fields, as it always did
+                answers.append(ask(*it, **context))
             except Exception as exc:  # noqa: BLE001 - see above
                 answers.append(failed(judge, f"{type(exc).__name__}: {exc}"))
     return [_checked(judge, a) for a in answers]

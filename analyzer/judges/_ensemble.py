@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._api import BaseJudge, Judge, JudgeItem, Judgment, judge_all
+from ._api import BaseJudge, Judge, JudgeItem, Judgment, Source, as_item, judge_all, reads_context
 from ._rules import RulesJudge
 
 
@@ -25,8 +25,9 @@ class EnsembleJudge(BaseJudge):
         if judge == "ensemble":
             raise ValueError("judge=ensemble: the ensemble needs a model judge (llm, nli or a plug-in)")
         self.model: Judge = load(judge, **options)
-        self.veto = RulesJudge(coverage=0.0, negation=False, modality=False)
+        self.veto = RulesJudge(coverage=0.0, negation=False, modality=False, version=2)  # values and names only
         self.version = f"1+{self.model.name}@{self.model.version}"
+        self.reads_context = reads_context(self.model)  # the model's question and sources are passed on
         self.vetoed = 0
 
     @property
@@ -38,12 +39,20 @@ class EnsembleJudge(BaseJudge):
         return {**(inner() if callable(inner) else {}), "vetoed": self.vetoed}
 
     def judge(
-        self, claim: str, evidence: Sequence[str], facts: Sequence[str] = (), quotes: Sequence[str] = ()
+        self,
+        claim: str,
+        evidence: Sequence[str],
+        facts: Sequence[str] = (),
+        quotes: Sequence[str] = (),
+        *,
+        question: str = "",
+        sources: Sequence[Source] = (),
     ) -> Judgment:
-        return self.judge_many([JudgeItem(claim, list(evidence), list(facts), list(quotes))])[0]
+        item = JudgeItem(claim, list(evidence), list(facts), list(quotes), question=question, sources=sources)
+        return self.judge_many([item])[0]
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-        items = [JudgeItem(*it) for it in items]
+        items = [as_item(it) for it in items]
         said = judge_all(self.model, items)
         out = []
         for it, j in zip(items, said, strict=True):

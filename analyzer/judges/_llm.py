@@ -6,9 +6,13 @@ Options (``--judge-option KEY=VALUE``), each with its environment variable:
 - ``base_url`` (``OPENAI_BASE_URL``, default ``https://api.openai.com/v1``), ``api_key`` (``OPENAI_API_KEY``);
 - ``concurrency`` (4), ``retries`` (2), ``timeout`` seconds (60), ``backoff`` seconds (1.0, doubled each retry);
 - ``temperature`` (0), ``max_tokens`` (300);
-- ``price_in`` / ``price_out``: USD per million prompt / completion tokens, for the cost in the run summary.
+- ``price_in`` / ``price_out``: USD per million prompt / completion tokens, for the cost in the run summary;
+- ``prompt``: the prompt version (``PROMPT_VERSION``, 2; 1 is the claim-and-evidence prompt it replaced).
 
-The prompt is versioned (``PROMPT_VERSION``, part of the judge's version and so of the cache key). The
+The prompt is versioned (part of the judge's version and so of the cache key, with the question and the
+sources it shows). Prompt 2 gives the question, the claim, each evidence text with its document metadata
+(document, chunk, version, title, effective dates, status), the four-label rubric, and says to judge from
+the evidence only, not from what the model knows. The
 model answers a JSON object ``{"label": ..., "rationale": ...}``; a reply that is not one is asked again
 once, then the claim is ``not_applicable`` with the reply quoted. HTTP errors 429 and 5xx, timeouts and
 refused connections are retried with backoff; a request that still fails is ``not_applicable`` with the
@@ -31,12 +35,12 @@ from typing import Any
 
 from citeline.instrumentation._redact import redact_text, redact_url
 
-from ._api import LABELS, BaseJudge, JudgeItem, Judgment, failed
+from ._api import LABELS, BaseJudge, JudgeItem, Judgment, Source, as_item, failed
 
 log = logging.getLogger("citeline.judges.llm")
 
-PROMPT_VERSION = "1"
-_SYSTEM = (
+PROMPT_VERSION = "2"
+_SYSTEM_1 = (
     "You check citations. Given a claim and the evidence it cites, decide whether the evidence supports the "
     "claim. Answer with one JSON object and nothing else: "
     '{"label": "<entailed|contradicted|insufficient>", "rationale": "<one sentence>"}. '
@@ -45,7 +49,30 @@ _SYSTEM = (
     "the claim (another value, another name, the opposite). insufficient: the evidence does not say enough "
     "either way. Judge only from the evidence, not from what you know."
 )
-_RETRY = "Your reply was not a JSON object with a label of entailed, contradicted or insufficient. Reply again."
+_SYSTEM_2 = (
+    "You check the citations of a RAG answer. You are given the question the answer was given to, one claim "
+    "from the answer, and the evidence the claim cites: numbered texts, each with its document metadata. "
+    "Decide whether the evidence supports the claim, using the evidence texts only: do not use outside "
+    "knowledge or what you believe to be true, and do not judge whether the claim is plausible. The question "
+    "says what the claim is about; it is not evidence. The metadata says which document, version and "
+    "effective dates each text comes from; use it only where the claim itself names a document, version or "
+    "date. Answer with one JSON object and nothing else: "
+    '{"label": "<entailed|contradicted|insufficient|not_applicable>", "rationale": "<one sentence>"}. '
+    "entailed: the evidence states or directly implies every part of the claim, including each name, number, "
+    "date, amount, unit, comparison (under, over, at least, before), direction (rose, fell), window (per day, "
+    "per user), quantifier (all, every, always) and scope (region, plan, product). "
+    "contradicted: the evidence states something incompatible with a material part of the claim (another "
+    "value, another name, the opposite). "
+    "insufficient: the evidence is related but does not establish the claim, or supports only part of it. "
+    "not_applicable: the claim states nothing that needs evidence (a greeting, a transition, an opinion). "
+    "The rationale must rest on the evidence alone: name the evidence text [n] it relies on, or say what "
+    "the evidence lacks."
+)
+# asked after a reply with no verdict, whatever the prompt version (prompt 1 asked for three of the labels)
+_RETRY = (
+    "Your reply was not a JSON object with a label of entailed, contradicted, insufficient or not_applicable. "
+    "Reply again."
+)
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 
@@ -65,7 +92,7 @@ _STATUS = {
 }
 
 
-def _user(item: JudgeItem) -> str:
+def _user_1(item: JudgeItem) -> str:
     parts = [f"Claim: {item.claim}", "Evidence:"]
     parts += [f"[{i}] {text}" for i, text in enumerate(item.evidence, start=1)]
     if item.facts:
@@ -73,6 +100,41 @@ def _user(item: JudgeItem) -> str:
     if item.quotes:
         parts.append("The claim quotes these words from the evidence: " + "; ".join(repr(q) for q in item.quotes))
     return "\n".join(parts)
+
+
+def _metadata(source: Source | None) -> str:
+    """One evidence text's document metadata, as prompt 2 shows it ("not recorded" where the gold set is silent)."""
+    s = source or Source()
+    dates = ""
+    if s.effective_from or s.effective_to:
+        dates = f"{s.effective_from or 'any date'} to {s.effective_to or 'open'}"
+    fields = (
+        ("document", s.doc),
+        ("chunk", s.chunk),
+        ("version", s.version),
+        ("title", s.title),
+        ("effective", dates),
+        ("status", s.status),
+    )
+    return "; ".join(f"{k}: {v or 'not recorded'}" for k, v in fields)
+
+
+def _user_2(item: JudgeItem) -> str:
+    """The question, the claim, then each evidence text under its metadata line; facts and quotes as in prompt 1."""
+    parts = [f"Question: {item.question or '(not recorded)'}", f"Claim: {item.claim}", "Evidence:"]
+    sources = list(item.sources)
+    for i, text in enumerate(item.evidence, start=1):
+        parts.append(f"[{i}] ({_metadata(sources[i - 1] if i <= len(sources) else None)})")
+        parts.append(text)
+    if item.facts:
+        parts.append("The claim must state these facts: " + "; ".join(item.facts))
+    if item.quotes:
+        parts.append("The claim quotes these words from the evidence: " + "; ".join(repr(q) for q in item.quotes))
+    return "\n".join(parts)
+
+
+#: prompt version -> (system message, user message)
+PROMPTS = {"1": (_SYSTEM_1, _user_1), "2": (_SYSTEM_2, _user_2)}
 
 
 def parse_reply(text: str) -> Judgment | None:
@@ -94,6 +156,7 @@ def parse_reply(text: str) -> Judgment | None:
 
 class LLMJudge(BaseJudge):
     name = "llm"
+    reads_context = True  # prompt 2 shows the question and each text's source: they are in the cache key
 
     def __init__(
         self,
@@ -108,7 +171,11 @@ class LLMJudge(BaseJudge):
         max_tokens: int | str = 300,
         price_in: float | str = 0.0,
         price_out: float | str = 0.0,
+        prompt: int | str = PROMPT_VERSION,
     ) -> None:
+        self.prompt = str(prompt).strip()
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"the llm judge has prompt versions {', '.join(PROMPTS)}, not {prompt!r}")
         self.model = model or os.environ.get("CITELINE_JUDGE_MODEL") or os.environ.get("OPENAI_MODEL") or ""
         if not self.model:
             raise ValueError("the llm judge needs a model: --judge-option model=NAME (or CITELINE_JUDGE_MODEL)")
@@ -122,13 +189,13 @@ class LLMJudge(BaseJudge):
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
         self.price_in, self.price_out = float(price_in), float(price_out)
-        self.version = PROMPT_VERSION
+        self.version = self.prompt
         self._lock = threading.Lock()
         self._usage = {"requests": 0, "retries": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
     @property
     def settings(self) -> Mapping[str, Any]:
-        return {"model": self.model, "prompt": PROMPT_VERSION, "temperature": self.temperature}
+        return {"model": self.model, "prompt": self.prompt, "temperature": self.temperature}
 
     def usage(self) -> dict[str, float]:
         with self._lock:
@@ -137,12 +204,20 @@ class LLMJudge(BaseJudge):
         return u
 
     def judge(
-        self, claim: str, evidence: Sequence[str], facts: Sequence[str] = (), quotes: Sequence[str] = ()
+        self,
+        claim: str,
+        evidence: Sequence[str],
+        facts: Sequence[str] = (),
+        quotes: Sequence[str] = (),
+        *,
+        question: str = "",
+        sources: Sequence[Source] = (),
     ) -> Judgment:
-        item = JudgeItem(claim, list(evidence), list(facts), list(quotes))
+        item = JudgeItem(claim, list(evidence), list(facts), list(quotes), question=question, sources=sources)
         if not [e for e in item.evidence if e and e.strip()]:
             return Judgment("not_applicable", "no evidence text to judge against")
-        messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": _user(item)}]
+        system, user = PROMPTS[self.prompt]
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user(item)}]
         try:
             reply = self._ask(messages)
             verdict = parse_reply(reply)
@@ -158,11 +233,11 @@ class LLMJudge(BaseJudge):
             return failed(self, str(exc))
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-        items = [JudgeItem(*it) for it in items]
+        items = [as_item(it) for it in items]
         if len(items) <= 1 or self.concurrency == 1:
-            return [self.judge(*it) for it in items]
+            return [self.judge(*it, question=it.question, sources=it.sources) for it in items]
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="citeline-llm") as pool:
-            return list(pool.map(lambda it: self.judge(*it), items))
+            return list(pool.map(lambda it: self.judge(*it, question=it.question, sources=it.sources), items))
 
     def _ask(self, messages: list[dict[str, str]]) -> str:
         body = json.dumps(

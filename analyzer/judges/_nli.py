@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._api import BaseJudge, JudgeItem, Judgment
+from ._api import BaseJudge, JudgeItem, Judgment, as_item
 from ._rules import sentences
 
 _ALIASES = {
@@ -126,7 +126,7 @@ class NLIJudge(BaseJudge):
         return windows
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-        items = [JudgeItem(*it) for it in items]
+        items = [as_item(it) for it in items]
         pairs: list[tuple[int, str, str]] = []
         for k, it in enumerate(items):
             for w in self._windows(it.claim, [e for e in it.evidence if e and e.strip()]):

@@ -1,4 +1,4 @@
-"""The ``rules`` judge, version 2: offline, deterministic, the default.
+"""The ``rules`` judge, version 3: offline, deterministic, the default (``version=2`` loads the judge before it).
 
 Each sentence of the claim is aligned to its best evidence window (the few
 evidence sentences that together share the most of its words, names and
@@ -14,6 +14,9 @@ with the labelled example that motivates it; in short, in order:
 5. negation and may/must are compared within the window, and only where they
    govern a word the two share;                         -> contradicted
 6. enough of the claim's content words must be in the window.  -> entailed, else insufficient
+7. (v3) the qualifiers of ``_qualifiers``: comparisons, direction, aggregation windows and denominators,
+   quantifiers, scope, counts written as words, and every clause covered; like 5, they only take back
+   what 6 would call entailed.                          -> contradicted / insufficient
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 from .. import _workers
-from ._api import BaseJudge, JudgeItem, Judgment
-from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, values
+from . import _qualifiers as qual
+from ._api import BaseJudge, JudgeItem, Judgment, as_item
+from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, value_present, values
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
 _SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")
@@ -51,6 +55,15 @@ _NOT_NAMES = _STOP | frozenset(
     # months and days are read as dates (values), not as names
     "january february march april may june july august september october november december jan feb mar apr "
     "jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
+)
+# v3: closed classes that are never names when capitalised alone: prepositions ("Upon announcing his
+# retirement", "Following the premiere") and number words ("One of the first...")
+_NOT_NAMES_V3 = _NOT_NAMES | frozenset(
+    "aboard about above across against along alongside amid amidst among amongst around atop behind below "
+    "beneath beside besides beyond despite down following from inside into near off onto opposite outside over "
+    "past per regarding round through throughout toward towards under underneath unlike until unto upon versus "
+    "via within without according including excluding concerning considering "
+    "one two three four five six seven eight nine ten first second third fourth fifth".split()
 )
 # words a reply adds around its content (dialogue, chat): not evidence for or against anything
 _FILLER = frozenset(
@@ -157,6 +170,7 @@ class _Vocab:
     """Every token and word of the cited texts, without building their union for each citation."""
 
     def __init__(self, evidence: Sequence[str]) -> None:
+        self.texts = evidence
         self.sets = [_passage_vocab(e) for e in evidence]
 
     def __contains__(self, token: object) -> bool:
@@ -176,27 +190,28 @@ class _Name(NamedTuple):
 
 
 @lru_cache(maxsize=4096)
-def _names(claim: str) -> tuple[_Name, ...]:
+def _names(claim: str, v3: bool = False) -> tuple[_Name, ...]:
     """Capitalised spans of the claim, each with the folded tokens that must be found.
 
     A lone capitalised word that opens a list item or a heading, or follows a colon, is usually an
     ordinary word written with a capital: it is not taken for a name. One that opens a sentence is
     ("Norway set the record"): news and encyclopedia prose open sentences with names.
     """
+    not_names = _NOT_NAMES_V3 if v3 else _NOT_NAMES
     out = []
     for m in _NAME.finditer(claim):
         words = m.group(0).split()
         tokens = {_token(w) for w in words if _token(w) and _token(w) not in _NAME_GLUE}
         if len(words) == 1 and (
-            not tokens or tokens <= _NOT_NAMES or _opens(claim, m.start()) or _discourse(claim, m.start(), m.end())
+            not tokens or tokens <= not_names or _opens(claim, m.start()) or _discourse(claim, m.start(), m.end())
         ):
             continue
-        tokens -= _NOT_NAMES
+        tokens -= not_names
         if tokens:
             loose = len(words) == 1 and _opens_sentence(claim, m.start())  # "Returns within 30 days" may be a verb
             if loose:
                 tokens |= {_stem(t) for t in tokens}
-            joined = "".join(t for t in map(_token, words) if t and t not in _NAME_GLUE and t not in _NOT_NAMES)
+            joined = "".join(t for t in map(_token, words) if t and t not in _NAME_GLUE and t not in not_names)
             out.append(_Name(m.group(0).strip(".,;:"), frozenset(tokens), loose, joined))
     return tuple(out)
 
@@ -265,16 +280,8 @@ def _name_found(name: _Name, all_tokens: _Vocab, w_tokens: frozenset[str], evide
     return bool(tokens & w_tokens) or not all(t in all_tokens for t in tokens)
 
 
-def _states_something(sentence: str, t: _Text) -> bool:
-    return len(t.words) >= 2 or bool(t.values) or bool(_names(sentence))
-
-
-def _value_present(v: Value, found: Sequence[Value]) -> bool:
-    if any(_same_value(v, e) for e in found):
-        return True
-    if v[0] == "num":  # a bare number (a year, a count) is written the same in any value, or as a date's year
-        return any(abs(e[2] - v[2]) < 1e-9 or (e[0] == "date" and e[1] == f"{v[2]:g}") for e in found)
-    return False
+def _states_something(sentence: str, t: _Text, v3: bool) -> bool:
+    return len(t.words) >= 2 or bool(t.values) or bool(_names(sentence, v3))
 
 
 @lru_cache(maxsize=100_000)
@@ -328,11 +335,17 @@ def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
     return _Window(tuple(passage[i] for i in sorted(chosen)))
 
 
+VERSIONS = ("2", "3")
+#: the qualifier readers v3 adds (docs/judges.md, rule 7), each an option: off in v2, on in v3
+READERS = ("comparison", "direction", "per", "quantifiers", "scope", "counts", "partial")
+
+
 class RulesJudge(BaseJudge):
-    """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage."""
+    """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage,
+    and (v3) the qualifiers: comparisons, direction, aggregation windows, quantifiers, scope, partial support."""
 
     name = "rules"
-    version = "2"
+    version = "3"
 
     def __init__(
         self,
@@ -342,8 +355,19 @@ class RulesJudge(BaseJudge):
         names: bool = True,
         negation: bool = True,
         modality: bool = True,
+        comparison: bool | None = None,
+        direction: bool | None = None,
+        per: bool | None = None,
+        quantifiers: bool | None = None,
+        scope: bool | None = None,
+        counts: bool | None = None,
+        partial: bool | None = None,
+        version: int | str = "3",
         workers: int | str = 0,
     ) -> None:
+        self.rules_version = str(version).strip()  # which rules this judge applies
+        if self.rules_version not in VERSIONS:
+            raise ValueError(f"the rules judge has versions {', '.join(VERSIONS)}, not {version!r}")
         self.workers = int(workers) or min(_workers.cores(), 8)  # processes for a large batch; not a verdict
         self.coverage = float(coverage)
         self.window = int(window)
@@ -351,11 +375,28 @@ class RulesJudge(BaseJudge):
         self.check_names = _flag(names)
         self.check_negation = _flag(negation)
         self.check_modality = _flag(modality)
+        if type(self).version == RulesJudge.version:  # a subclass that names its own version keeps it
+            self.version = self.rules_version
+        v3 = self.rules_version == "3"
+        given = {
+            "comparison": comparison,
+            "direction": direction,
+            "per": per,
+            "quantifiers": quantifiers,
+            "scope": scope,
+            "counts": counts,
+            "partial": partial,
+        }
+        # a reader left unset is on in v3 and off in v2: v2 is the judge it was, v3 the one with the readers
+        self.readers = {k: v3 if v is None else _flag(v) for k, v in given.items()}
+        self._on = frozenset(k for k, v in self.readers.items() if v)
+        self._v3 = v3
 
     @property
     def settings(self) -> Mapping[str, Any]:
-        """The options set away from their defaults (the defaults are part of the version)."""
-        return {k: v for k, v in self._raw().items() if _DEFAULTS[k] != v}
+        """The options set away from their version's defaults (the defaults are part of the version)."""
+        defaults = _DEFAULTS[self.rules_version]
+        return {k: v for k, v in self._raw().items() if defaults[k] != v}
 
     def _raw(self) -> dict[str, Any]:
         return {
@@ -365,12 +406,13 @@ class RulesJudge(BaseJudge):
             "names": self.check_names,
             "negation": self.check_negation,
             "modality": self.check_modality,
+            **self.readers,
         }
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
         """Large batches are judged on every core: items citing the same evidence go to the same process,
         and each process is sent each evidence text once (not once per item citing it)."""
-        items = [JudgeItem(*it) for it in items]
+        items = [as_item(it) for it in items]
         if self.workers <= 1 or len(items) < PARALLEL_MIN:
             return [self.judge(*it) for it in items]
         order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
@@ -383,7 +425,7 @@ class RulesJudge(BaseJudge):
                 (it.claim, [texts.setdefault(e, len(texts)) for e in it.evidence], it.facts, it.quotes)
                 for it in (items[i] for i in chunk)
             ]
-            jobs.append((self._raw(), list(texts), packed))
+            jobs.append(({**self._raw(), "version": self.rules_version}, list(texts), packed))
         out: list[Judgment | None] = [None] * len(items)
         with _workers.pool(self.workers) as pool:
             for chunk, answers in zip(chunks, pool.map(_judge_chunk, jobs), strict=True):
@@ -410,7 +452,7 @@ class RulesJudge(BaseJudge):
         joined = " ".join(evidence)
         parts = [(s, _read(s)) for s in sentences(claim)]
         # a sentence that states nothing checkable ("Yes, I love that movie!") is not judged, unless it is all
-        checkable = [p for p in parts if _states_something(*p)] or parts
+        checkable = [p for p in parts if _states_something(*p, self._v3)] or parts
         verdicts = [self._sentence(s, read, passage, all_tokens, joined) for s, read in checkable] or [
             Judgment("insufficient", "the claim has no text")
         ]
@@ -428,7 +470,7 @@ class RulesJudge(BaseJudge):
         if self.check_values:
             w_values = window.values
             for v in claim.values:
-                if _value_present(v, w_values):
+                if value_present(v, w_values):
                     continue
                 rivals = [e for e in w_values if _comparable(v, e)]
                 if rivals and v[0] != "num":
@@ -436,7 +478,7 @@ class RulesJudge(BaseJudge):
                 return Judgment("insufficient", f"the evidence does not state {_show(v)}")
         if self.check_names:
             w_tokens = window.tokens
-            for name in _names(text):
+            for name in _names(text, self._v3):
                 if not _name_found(name, all_tokens, w_tokens, evidence):
                     return Judgment("insufficient", f"the evidence does not name {name.shown!r}")
         shared = claim.words & w_words
@@ -453,12 +495,46 @@ class RulesJudge(BaseJudge):
                 e_may, e_must = window.governed("may") & claim.words, window.governed("must") & claim.words
                 if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
                     return Judgment("contradicted", "obligation differs (may vs must)")
+            read = self._qualifiers(claim, window, shared, all_tokens) if self._on else None
+            if read is not None:
+                return read
         if ratio >= self.coverage:
             return Judgment("entailed", f"{ratio:.0%} of the claim's words are in its evidence window; values agree")
         return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in its evidence window")
 
+    def _qualifiers(self, claim: _Text, window: _Window, shared: frozenset[str], evidence: _Vocab) -> Judgment | None:
+        """Rule 7: the readers that are on and have something to read, contradictions first (a claim's label
+        takes them first). Written out, not looped over: it runs for every sentence that would be entailed."""
+        c = claim.text
+        needs = qual.needed(c)
+        todo = needs.readers & self._on
+        if not todo:
+            return None
+        w = [s.text for s in window.sentences]
+        found = None
+        if "comparison" in todo:
+            found = qual.comparison(c, w)
+        if found is None and "direction" in todo:
+            found = qual.direction(c, w, short=len(claim.words) <= 4, cues=needs.words)
+        if found is None and "per" in todo:
+            found = qual.per(c, w)
+        if found is None and "quantifiers" in todo:
+            found = qual.quantifiers(c, w, window.words, evidence.texts)
+        if found is None and "scope" in todo:
+            found = qual.scope(c, w, window.tokens, evidence.texts)
+        if found is None and "counts" in todo:
+            found = qual.counts(c, w)
+        if found is None and "partial" in todo:
+            absent = frozenset(x for x in claim.words - shared if x not in evidence)
+            found = qual.clauses(c, _words_of, absent)
+        return found
 
-_DEFAULTS: dict[str, Any] = {}
+
+def _words_of(text: str) -> frozenset[str]:
+    return frozenset(map(_word_key, _WORDISH.findall(text))) - _NOT_A_WORD
+
+
+_DEFAULTS: dict[str, dict[str, Any]] = {}
 PARALLEL_MIN = 4000  # below this, starting processes costs more than it saves
 
 
@@ -495,4 +571,4 @@ def _facts(claim: str, facts: Sequence[str]) -> Judgment | None:
     return None
 
 
-_DEFAULTS.update(RulesJudge()._raw())
+_DEFAULTS.update({v: RulesJudge(version=v, workers=1)._raw() for v in VERSIONS})

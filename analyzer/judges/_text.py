@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 
@@ -161,7 +162,19 @@ def values(text: str, folded: bool = False) -> list[Value]:
 # is read for every claim that must state it: a small cache serves both
 @lru_cache(maxsize=8192)
 def _values_of_folded(t: str) -> tuple[Value, ...]:
-    out: list[Value] = []
+    return tuple(v for _start, _end, v in value_spans(t))
+
+
+Span = tuple[int, int, Value]  # where a value is written (start, end) in the folded text, and the value
+
+
+# the rules judge reads an evidence sentence's values, and v3's qualifiers then read where they are
+# written ("under $50"): one scan serves both
+@lru_cache(maxsize=65536)
+def value_spans(t: str) -> tuple[Span, ...]:
+    """The values of folded text ``t`` with where each is written: what a qualifier next to it ("under",
+    "per day", "or more") is read against. The same scan as ``values``."""
+    out: list[Span] = []
     pos = 0
     while (m := _ANY_VALUE.search(t, pos)) is not None:
         kind = m.lastgroup or "bare"
@@ -173,10 +186,10 @@ def _values_of_folded(t: str) -> tuple[Value, ...]:
             # "20:15 April 17, 2016": the month opens a dated "April 17, 2016"; 15 is a number before it
             dated = _MONTH_DAY.match(t, exact.start(2))
             if dated is not None and dated.group(3):
-                out.append(("num", "", float(exact.group(1))))
+                out.append((exact.start(1), exact.end(1), ("num", "", float(exact.group(1)))))
                 pos = exact.start(2)
                 continue
-        out.append(_value_of(kind, exact))
+        out.append((exact.start(), exact.end(), _value_of(kind, exact)))
         pos = max(exact.end(), m.start() + 1)
     return tuple(out)
 
@@ -187,6 +200,17 @@ def _same_value(a: Value, b: Value) -> bool:
     if a[0] == "date":  # a year on one side only still matches
         return not a[1] or not b[1] or a[1] == b[1]
     return a[1] == b[1]
+
+
+def value_present(v: Value, found: Iterable[Value]) -> bool:
+    """Is ``v`` among ``found`` as the value rule reads it: the same value, or a bare number (a year, a
+    count) written the same in any value, or as a date's year."""
+    for e in found:
+        if _same_value(v, e):
+            return True
+        if v[0] == "num" and (abs(e[2] - v[2]) < 1e-9 or (e[0] == "date" and e[1] == f"{v[2]:g}")):
+            return True
+    return False
 
 
 def _comparable(a: Value, b: Value) -> bool:
