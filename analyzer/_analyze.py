@@ -448,11 +448,15 @@ def analyze(
 
 
 _HUMAN_LABELLED = """
-INSERT INTO human_labelled
+INSERT INTO human_labelled BY NAME
 SELECT c.run_id, c.trace_id, c.claim_text, c.cited_chunks,
-       list_transform(c.cited_chunks, lambda x: coalesce(m.texts[x], '')), h.label
+       list_transform(c.cited_chunks, lambda x: coalesce(m.texts[x], '')) AS evidence, h.label AS human_label,
+       -- a sample sheet's row: what the judge said and the bucket it gave in the run it was drawn from
+       h.sampled_run, s.support_label AS judge_label, s.bucket AS judge_bucket
 FROM claim_results AS c
-JOIN t_human AS h ON h.trace_id = c.trace_id AND h.claim_key = coalesce(c.gold_claim_id, c.claim_text),
+JOIN t_human AS h ON h.trace_id = c.trace_id AND h.claim_key = coalesce(c.gold_claim_id, c.claim_text)
+LEFT JOIN claim_results AS s ON s.run_id = h.sampled_run AND s.trace_id = h.trace_id
+      AND coalesce(s.gold_claim_id, s.claim_text) = h.claim_key,
      (SELECT map_from_entries(list({'key': chunk_id, 'value': text})) AS texts FROM t_gold_chunks) AS m
 WHERE c.run_id = $run_id AND c.claim_text IS NOT NULL
 """

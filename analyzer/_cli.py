@@ -345,6 +345,33 @@ def _annotate(args: argparse.Namespace) -> int:
     return 1 if report.rejected else 0  # something Phoenix refused is lost: say so in the exit code
 
 
+def _sample(args: argparse.Namespace) -> int:
+    from ._report import ReportError, resolve_run
+    from ._sample import draw, write
+
+    if not Path(args.db).exists():
+        _err(f"citeline: no store at {args.db}; run `citeline analyze --db {args.db} ...` first")
+        return 2
+    con = _open_for_reading(args.db)
+    try:
+        run_id, _ = resolve_run(con, args.run)
+        sheet = draw(con, run_id, args.n, args.stratify, args.seed)
+    except (ReportError, ValueError) as exc:
+        _err(f"citeline: {exc}")
+        return 2
+    finally:
+        con.close()
+    write(sheet, Path(args.out))
+    shares = ", ".join(f"{n} {s}" for s, n in sorted(sheet.strata.items()))
+    print(
+        f"{len(sheet.rows)} of {sheet.population} claim(s) of run {run_id} written to {args.out}"
+        + (f" ({shares})" if shares else "")
+        + "; fill in the label column, then: citeline analyze --labels "
+        + args.out
+    )
+    return 0 if sheet.rows else 1
+
+
 def _open_for_reading(db: str) -> Any:
     """Read-only (a report writes nothing, so a read-only store is fine); a store made by an older
     citeline is opened once for writing to gain the tables reports read."""
@@ -594,6 +621,19 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("--corpus", help="a gold file whose corpus to start from (documents join it by content)")
     gd.add_argument("--out", help="write the gold YAML here instead of standard output")
     go.set_defaults(func=_gold)
+
+    sa = add(
+        "sample",
+        "draw a blind, seeded sample of a run's claims for people to label (a CSV sheet)",
+        "citeline sample --run latest --n 50 --stratify bucket --out sheet.csv   # then: analyze --labels sheet.csv",
+    )
+    sa.add_argument("--run", default="latest", help="run id, or 'latest' (default)")
+    sa.add_argument("--n", type=int, default=50, help="rows to draw (default 50)")
+    sa.add_argument("--stratify", choices=("bucket", "basis", "judge-label"), help="equal shares per stratum")
+    sa.add_argument("--seed", type=int, default=0, help="same seed, same sheet (default 0)")
+    sa.add_argument("--out", required=True, help="the CSV sheet to write")
+    sa.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    sa.set_defaults(func=_sample)
 
     ca = add(
         "calibrate",

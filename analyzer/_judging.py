@@ -283,8 +283,10 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
 
 
 def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldError]]:
-    """Human labels (CSV or JSONL with trace_id, claim (gold claim id or claim text), label)."""
-    schema = {"trace_id": pl.Utf8, "claim_key": pl.Utf8, "label": pl.Utf8}
+    """Human labels (CSV or JSONL with trace_id, claim (gold claim id or claim text), label; a
+    ``citeline sample`` sheet also names the run it was drawn from, ``run_id``). A row whose label is
+    left blank is not labelled yet: not a label, not a problem."""
+    schema = {"trace_id": pl.Utf8, "claim_key": pl.Utf8, "label": pl.Utf8, "sampled_run": pl.Utf8}
     if path is None:
         return pl.DataFrame(schema=schema), []
     path = Path(path)
@@ -304,11 +306,23 @@ def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldE
                     errors.append(GoldError(str(path), f"line {n}", "-", "not valid JSON; line skipped"))
     for where, r in records:
         label = (r.get("label") or "").strip()
+        if not label and "label" in r:  # a sheet row the person left for later
+            continue
         if label not in LABELS:
             errors.append(GoldError(str(path), where, "label", f"{label!r} is not {'/'.join(LABELS)}"))
             continue
         if not r.get("trace_id") or not r.get("claim"):
             errors.append(GoldError(str(path), where, "trace_id/claim", "both are required"))
             continue
-        rows.append({"trace_id": str(r["trace_id"]).lower(), "claim_key": str(r["claim"]), "label": label})
+        claim = str(r["claim"])
+        if claim[:1] == "'" and claim[1:2] in ("=", "+", "-", "@"):  # a sheet's guard against formulas
+            claim = claim[1:]
+        rows.append(
+            {
+                "trace_id": str(r["trace_id"]).lower(),
+                "claim_key": claim,
+                "label": label,
+                "sampled_run": str(r.get("run_id") or "") or None,
+            }
+        )
     return pl.DataFrame(rows, schema=schema), errors

@@ -67,6 +67,7 @@ class Report:
     gates: list[str] = field(default_factory=list)
     details: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)  # failing claim -> drill-down
     chunk_texts: dict[str, str] = field(default_factory=dict)
+    agreement: list[dict[str, Any]] = field(default_factory=list)  # people vs the judge, per bucket (samples)
 
     @property
     def coverage_line(self) -> str:
@@ -108,6 +109,7 @@ class Report:
             "worst_cases": self.worst_cases,
             "failing_claims": failing,
             "gates": self.gates,
+            "agreement": self.agreement,
         }
 
 
@@ -161,7 +163,16 @@ def build_report(
         phoenix_url=phoenix_url,
         details=_details(con, p, tables),
         chunk_texts=_chunk_texts(con, run_id, tables),
+        agreement=_agreement(con, p),
     )
+
+
+def _agreement(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> list[dict[str, Any]]:
+    has = con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'human_labelled' "
+        "AND column_name = 'judge_bucket'"
+    ).fetchall()[0][0]
+    return _rows(con, "report_agreement", p) if has else []  # a store no analyze of this version opened
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -318,6 +329,12 @@ def render_markdown(r: Report) -> str:
             )
     else:
         lines.append("None.")
+    if r.agreement:
+        lines += ["", "### People and the judge (labelled samples)", "", "| bucket | labelled | agree | agreement |",
+                  "|---|---:|---:|---:|"]  # fmt: skip
+        lines += [
+            f"| {md(a['bucket'])} | {a['labelled']} | {a['agreeing']} | {_pct(a['agreement'])} |" for a in r.agreement
+        ]
     lines += [f"- {md(g)}" for g in r.gates]
     return "\n".join(lines) + "\n"
 
@@ -355,6 +372,13 @@ def render_table(r: Report) -> None:
     for x in r.regressions:
         g.add_row(*(Text(term(v)) for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])))
     console.print(g if r.regressions else Text("no change in failing claims since the previous run"))
+    if r.agreement:
+        a = Table(title="people and the judge (labelled samples)")
+        for col in ("bucket", "labelled", "agree", "agreement"):
+            a.add_column(col)
+        for x in r.agreement:
+            a.add_row(Text(term(x["bucket"])), str(x["labelled"]), str(x["agreeing"]), _pct(x["agreement"]))
+        console.print(a)
 
 
 def render_json(r: Report) -> str:

@@ -122,6 +122,20 @@ def _trend_chart(r: Report) -> str:
     return "".join(parts)
 
 
+def _agreement(r: Report) -> str:
+    if not r.agreement:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html_text(a['bucket'])}</td><td class='num'>{a['labelled']}</td>"
+        f"<td class='num'>{a['agreeing']}</td><td class='num'>{_pct(a['agreement'])}</td></tr>"
+        for a in r.agreement
+    )
+    return (
+        "<h2>People and the judge (labelled samples)</h2><table id='agreement'><tr><th>bucket</th>"
+        f"<th>labelled</th><th>agree</th><th>agreement</th></tr>{rows}</table>"
+    )
+
+
 def render_html(r: Report) -> str:
     """One self-contained page: inline CSS and SVG, no scripts, no network."""
     e = html_text
@@ -196,6 +210,7 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 <h2>Trend</h2>{_trend_chart(r)}
 <h2>Citation metrics</h2>
 <table id="metrics"><tr><th>metric</th><th>value</th><th>n</th><th>definition</th></tr>{metrics}</table>
+{_agreement(r)}
 <h2>Since the previous run</h2>
 <table id="regressions"><tr><th>change</th><th>case</th><th>claim</th><th>bucket</th><th>before</th><th>now</th></tr>
 {regressions}</table>

@@ -18,15 +18,15 @@ questions AS (
     GROUP BY trace_id
 ),
 texts AS (
-    SELECT chunk_id, any_value(text) AS text, any_value(version) AS version
-    FROM run_chunks WHERE run_id = $run_id GROUP BY chunk_id
+    SELECT map_from_entries(list({'key': chunk_id, 'value': {'text': text, 'version': version}})) AS m
+    FROM (SELECT chunk_id, any_value(text) AS text, any_value(version) AS version
+          FROM run_chunks WHERE run_id = $run_id GROUP BY chunk_id)
 )
 SELECT c.trace_id, c.claim, c.claim_text, c.bucket, c.basis, c.judge_label, q.question,
        coalesce(c.cited_chunks, []) AS cited_chunks,
-       list_transform(coalesce(c.cited_chunks, []), lambda x: (SELECT t.version FROM texts AS t WHERE t.chunk_id = x))
-           AS cited_versions,
-       list_transform(coalesce(c.cited_chunks, []), lambda x: (SELECT t.text FROM texts AS t WHERE t.chunk_id = x))
-           AS cited_text
+       list_transform(coalesce(c.cited_chunks, []), lambda x: t.m[x].version) AS cited_versions,
+       list_transform(coalesce(c.cited_chunks, []), lambda x: t.m[x].text) AS cited_text
 FROM claims AS c
+CROSS JOIN texts AS t
 LEFT JOIN questions AS q USING (trace_id)
 ORDER BY c.trace_id, c.claim

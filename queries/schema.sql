@@ -232,6 +232,11 @@ CREATE TABLE IF NOT EXISTS human_labelled (
     evidence VARCHAR[],
     human_label VARCHAR
 );
+-- labels read back from a `citeline sample` sheet: the run it was drawn from, and the judge's label
+-- and bucket there (the report's agreement per bucket)
+ALTER TABLE human_labelled ADD COLUMN IF NOT EXISTS sampled_run VARCHAR;
+ALTER TABLE human_labelled ADD COLUMN IF NOT EXISTS judge_label VARCHAR;
+ALTER TABLE human_labelled ADD COLUMN IF NOT EXISTS judge_bucket VARCHAR;
 
 -- cached support judgments: (claim, evidence, judge, version) -> label
 CREATE TABLE IF NOT EXISTS judgments (
