@@ -291,7 +291,7 @@ def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldE
         return pl.DataFrame(schema=schema), []
     path = Path(path)
     errors: list[GoldError] = []
-    rows: list[dict[str, str]] = []
+    rows: list[dict[str, str | None]] = []
     records: Iterable[tuple[str, Any]]
     if path.suffix == ".csv":
         with open(path, newline="", encoding="utf-8") as f:
