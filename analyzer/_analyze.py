@@ -379,6 +379,8 @@ def analyze(
             {"run_id": run_id},
         )
         con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
+        con.execute(sql("run_feedback"), {"run_id": run_id})  # users' reports: kept, their claims flagged
+        con.execute(sql("flag_feedback"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
         con.execute(
             "INSERT INTO missing_cases SELECT $r, case_id FROM t_gold_cases "

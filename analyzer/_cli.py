@@ -275,7 +275,30 @@ def _gold(args: argparse.Namespace) -> int:
                 corpus=args.corpus,
             )
             header = f"gold set imported by citeline from Phoenix dataset {args.phoenix_dataset!r} at {args.phoenix}"
+        elif getattr(args, "from_feedback", False):
+            from ._feedback import draft_from_feedback
+            from ._report import ReportError
+
+            if args.traces:
+                _err("citeline: gold draft takes --traces or --from-feedback, not both")
+                return 2
+            if not Path(args.db).is_file():
+                _err(f"citeline: --from-feedback reads a store: {args.db} does not exist")
+                return 2
+            try:
+                drafted = draft_from_feedback(args.db, args.run, corpus=args.corpus)
+            except ReportError as exc:
+                _err(f"citeline: {exc}")
+                return 2
+            header = (
+                f"DRAFT gold cases by citeline from the user reports in {args.db} (run {args.run}).\n"
+                "Each case is a report's claim with the chunks it cited as proposed support, and the incident "
+                "as it happened;\nfix the support, then delete 'status: draft'."
+            )
         else:
+            if not args.traces:
+                _err("citeline: gold draft needs --traces DIR (or --from-feedback)")
+                return 2
             for t in args.traces:
                 if not Path(t).exists():
                     _err(f"citeline: --traces {t}: no such file or folder")
@@ -590,7 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
         "make a gold set from a Phoenix dataset (import) or from real traces (draft)",
         "citeline gold draft --traces traces/ --out gold.yaml",
     )
-    go.add_argument("--db", default=DEFAULT_DB, help="accepted for symmetry; gold writes a YAML file, not the store")
+    go.add_argument(
+        "--db", default=DEFAULT_DB, help="the store `gold draft --from-feedback` reads (gold writes a YAML file)"
+    )
     gsub = go.add_subparsers(dest="gold_command", required=True, metavar="SUBCOMMAND")
     gi = gsub.add_parser(
         "import",
@@ -617,7 +642,13 @@ def build_parser() -> argparse.ArgumentParser:
         "status: draft, which validate and analyze warn about until a person confirms it",
         epilog="example: citeline gold draft --traces traces/ --out gold.yaml",
     )
-    gd.add_argument("--traces", action="append", required=True, help="trace file or folder (repeatable)")
+    gd.add_argument("--traces", action="append", help="trace file or folder (repeatable)")
+    gd.add_argument(
+        "--from-feedback",
+        action="store_true",
+        help="one draft case per user report (citeline.feedback) in a run of --db, instead of --traces",
+    )
+    gd.add_argument("--run", default="latest", help="with --from-feedback: the run (default latest)")
     gd.add_argument("--corpus", help="a gold file whose corpus to start from (documents join it by content)")
     gd.add_argument("--out", help="write the gold YAML here instead of standard output")
     go.set_defaults(func=_gold)

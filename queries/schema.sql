@@ -213,6 +213,16 @@ CREATE TABLE IF NOT EXISTS run_span_chunks (
     chunk_ids VARCHAR[]
 );
 
+-- users' reports on the answers of a run's traces (citeline.feedback span events): run_feedback.sql
+CREATE TABLE IF NOT EXISTS run_feedback (
+    run_id VARCHAR,
+    trace_id VARCHAR,
+    span_id VARCHAR,
+    text VARCHAR,
+    claim VARCHAR,
+    chunk_id VARCHAR
+);
+
 -- the gold text of the chunks a run's failing claims cite or need: the report's drill-down shows it
 CREATE TABLE IF NOT EXISTS run_chunks (
     run_id VARCHAR,
