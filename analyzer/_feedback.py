@@ -26,13 +26,6 @@ def _facts(text: str) -> list[str]:
     return list(dict.fromkeys(folded[a:b] for a, b, _v in value_spans(folded)))
 
 
-def _facts(text: str) -> list[str]:
-    from .judges._text import fold, value_spans
-
-    folded = fold(text)
-    return list(dict.fromkeys(folded[a:b] for a, b, _v in value_spans(folded)))
-
-
 def draft_from_feedback(db: str | Path, run: str | None = None, *, corpus: str | Path | None = None) -> Drafted:
     """One draft case per report of the run (the latest by default)."""
     from ._report import resolve_run
