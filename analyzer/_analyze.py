@@ -416,7 +416,7 @@ def analyze(
         )
         con.execute(
             "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
-            "traces_read) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "traces_read, gold_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run_id,
                 started,
@@ -427,6 +427,7 @@ def analyze(
                 sum(counts.values()),
                 report.skipped + len(errors),
                 traces_read,
+                gold_hash(gold),
             ],
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
@@ -518,6 +519,22 @@ def _json_answers(con: duckdb.DuckDBPyConnection, answer_keys: Mapping[str, tupl
         ),
     )
     con.execute(sql("apply_json_answers"))
+
+
+def gold_hash(path: str | Path) -> str:
+    """The gold set's content hash (the files' bytes, a folder's files in name order): what a run was
+    judged against, so a change of gold is told apart from a change of the app."""
+    import hashlib
+
+    p = Path(path)
+    h = hashlib.sha256()
+    for f in sorted(p.iterdir()) if p.is_dir() else [p]:
+        if f.is_file():
+            h.update(f.name.encode() + b"\0")
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+    return h.hexdigest()[:16]
 
 
 def _usage(judge: Judge) -> dict[str, float]:

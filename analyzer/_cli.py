@@ -368,6 +368,42 @@ def _annotate(args: argparse.Namespace) -> int:
     return 1 if report.rejected else 0  # something Phoenix refused is lost: say so in the exit code
 
 
+def _rejudge(args: argparse.Namespace) -> int:
+    from ._escape import term
+    from ._rejudge import rejudge
+    from ._report import ReportError, resolve_run
+
+    if not Path(args.db).exists():
+        _err(f"citeline: no store at {args.db}; run `citeline analyze --db {args.db} ...` first")
+        return 2
+    judge = _load_judge(args)
+    if judge is None:
+        return 0 if args.judge == "list" else 2
+    con = _open_for_reading(args.db)
+    try:
+        run_id, _ = resolve_run(con, args.run)
+    except ReportError as exc:
+        _err(f"citeline: {exc}")
+        return 2
+    finally:
+        con.close()
+    done = rejudge(args.db, run_id, judge, args.gold)
+    if args.format == "json":
+        print(json.dumps({"run_id": done.run_id, "judge_before": done.before, "judge_now": done.now,
+                          "claims": done.claims, "changes": done.changes}, indent=2, default=str))  # fmt: skip
+        return 0
+    head = f"run {run_id}: {len(done.changes)} of {done.claims} claim(s) change, judge {done.before} -> {done.now}"
+    print(term(head))
+    for c in done.changes:
+        print(
+            term(
+                f"  {c['case_id'] or '-'} / {c['claim']}: label {c['label_before']} -> {c['label_now']}, "
+                f"bucket {c['bucket_before']} -> {c['bucket_now']}"
+            )
+        )
+    return 0
+
+
 def _sample(args: argparse.Namespace) -> int:
     from ._report import ReportError, resolve_run
     from ._sample import draw, write
@@ -430,7 +466,7 @@ def _report(args: argparse.Namespace) -> int:
         gates = [parse_gate(g) for g in args.fail_on or []]
         con = _open_for_reading(args.db)
         try:
-            report = build_report(con, args.run, phoenix_url=_phoenix_url(args))
+            report = build_report(con, args.run, previous=args.baseline, phoenix_url=_phoenix_url(args))
         finally:
             con.close()
     except ReportError as exc:
@@ -529,7 +565,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME>N[%]",
         help="exit 1 when a bucket exceeds N claims or N%% of claims ('failing' = any bucket but ok); "
         "on the input: unmatched>N (traces that joined no case), coverage<N%% (joined/traces), "
-        "missing_cases>N (gold cases no trace answered). Repeatable. A run with no claims fails every gate",
+        "missing_cases>N (gold cases no trace answered); a citation metric, e.g. aligned_precision<0.9 or "
+        "validity<95%%; regressions>0 (app regressions since the run compared with: a judge or gold change is "
+        "never one). Repeatable. A run with no claims fails every gate",
     )
     rep.add_argument(
         "--allow-empty",
@@ -537,6 +575,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="let gates pass on a run that classified no claims (otherwise that is a failure)",
     )
     rep.add_argument("--phoenix", help="Phoenix base URL for span links (or CITELINE_PHOENIX_URL)")
+    rep.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="compare with this run instead of the previous one: after a judge or gold change, the first run "
+        "of the new evaluator is the baseline the app's regressions are read against",
+    )
     rep.set_defaults(func=_report)
 
     pl = add(
@@ -652,6 +696,18 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("--corpus", help="a gold file whose corpus to start from (documents join it by content)")
     gd.add_argument("--out", help="write the gold YAML here instead of standard output")
     go.set_defaults(func=_gold)
+
+    rj = add(
+        "rejudge",
+        "judge a stored run's claims again with another judge and show the label changes (the run is kept)",
+        "citeline rejudge --run latest --judge rules --judge-option version=2",
+    )
+    rj.add_argument("--run", default="latest", help="run id, or 'latest' (default)")
+    _judge_args(rj)
+    rj.add_argument("--gold", help="the gold set (default: the one the run was analyzed with)")
+    rj.add_argument("--format", choices=("table", "json"), default="table")
+    rj.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
+    rj.set_defaults(func=_rejudge)
 
     sa = add(
         "sample",

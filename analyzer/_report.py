@@ -68,6 +68,13 @@ class Report:
     details: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)  # failing claim -> drill-down
     chunk_texts: dict[str, str] = field(default_factory=dict)
     agreement: list[dict[str, Any]] = field(default_factory=list)  # people vs the judge, per bucket (samples)
+    evaluator_changes: list[dict[str, Any]] = field(default_factory=list)  # runs whose judge or gold changed
+    compared_with: str | None = None  # the run the regressions compare with (previous, or --baseline)
+
+    @property
+    def regression_count(self) -> int:
+        """App regressions: failing buckets that went up with the same evaluator (never a judge change)."""
+        return sum(1 for x in self.regressions if x["change"] == "regressed")
 
     @property
     def coverage_line(self) -> str:
@@ -110,6 +117,8 @@ class Report:
             "failing_claims": failing,
             "gates": self.gates,
             "agreement": self.agreement,
+            "compared_with": self.compared_with,
+            "evaluator_changes": self.evaluator_changes,
         }
 
 
@@ -147,6 +156,8 @@ def build_report(
 ) -> Report:
     """Run every report query for one run."""
     run_id, started = resolve_run(con, run)
+    if previous is not None:
+        previous = resolve_run(con, previous)[0]  # a --baseline that names no run is an error, not silence
     p = {"run_id": run_id}
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     return Report(
@@ -157,13 +168,35 @@ def build_report(
         funnel=_rows(con, "report_funnel", p),
         metrics=_rows(con, "report_citation_metrics", p),
         trend=[{**r, "day": str(r["day"])} for r in _rows(con, "report_trend", {"since": None})],
-        regressions=_rows(con, "report_regressions", {**p, "previous_run_id": previous}),
+        regressions=(regressions := _rows(con, "report_regressions", {**p, "previous_run_id": previous})),
+        compared_with=previous or (regressions[0]["previous_run_id"] if regressions else _previous(con, run_id)),
         worst_cases=_rows(con, "report_worst_cases", {**p, "limit": worst}),
         failing=_rows(con, "report_failing_claims", p),
         phoenix_url=phoenix_url,
         details=_details(con, p, tables),
         chunk_texts=_chunk_texts(con, run_id, tables),
         agreement=_agreement(con, p),
+        evaluator_changes=[{**x, "day": str(x["day"])} for x in _rows(con, "report_evaluator_changes", {})]
+        if _has_column(con, "runs", "gold_hash")
+        else [],
+    )
+
+
+def _previous(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    rows = con.execute(
+        "SELECT run_id FROM runs WHERE started_at < (SELECT started_at FROM runs WHERE run_id = $r) "
+        "ORDER BY started_at DESC, run_id DESC LIMIT 1",
+        {"r": run_id},
+    ).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = $t AND column_name = $c",
+            {"t": table, "c": column},
+        ).fetchall()[0][0]
     )
 
 
@@ -204,6 +237,17 @@ def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str, tables: set[str]) 
 _GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 #: gates on the run's input rather than its buckets
 COVERAGE_GATES = ("unmatched", "coverage", "missing_cases")
+#: the citation metrics (report_citation_metrics.sql), gated as a fraction (0.9) or a percentage (90%)
+METRICS = (
+    "validity",
+    "completeness",
+    "aligned_precision",
+    "unsupported_answers",
+    "abstention_rate",
+    "answer_coverage",
+)
+#: other figures the report shows
+OTHER_GATES = ("regressions",)
 
 
 @dataclass(frozen=True)
@@ -228,10 +272,12 @@ def parse_gate(text: str) -> Gate:
             "retrieval_miss>5%, unmatched>0, coverage<95%)"
         )
     name = m.group(1)
-    if name not in BUCKETS and name not in ("failing", *COVERAGE_GATES):
+    if name.startswith("aligned_citation_precision"):  # the seed articles' name for it
+        name = "aligned_precision"
+    if name not in BUCKETS and name not in ("failing", *COVERAGE_GATES, *METRICS, *OTHER_GATES):
         raise ReportError(
             f"unknown name {name!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing; "
-            f"input: {', '.join(COVERAGE_GATES)}"
+            f"input: {', '.join(COVERAGE_GATES)}; metrics: {', '.join(METRICS)}; {', '.join(OTHER_GATES)}"
         )
     return Gate(name, m.group(2), float(m.group(3)), m.group(4) == "%" or name == "coverage")
 
@@ -243,6 +289,14 @@ def _value(report: Report, g: Gate) -> tuple[float, str]:
     if g.bucket == "coverage":
         value = 100.0 * float(cov.get("coverage", 1.0))
         return value, f"{value:.1f}% ({cov.get('joined') or 0} of {traces} traces joined a case)"
+    if g.bucket in METRICS:
+        [metric] = [x for x in report.metrics if x["metric"] == g.bucket]
+        value = float(metric["value"]) * (100.0 if g.percent else 1.0)
+        shown = f"{100 * float(metric['value']):.1f}%" if g.percent else f"{float(metric['value']):.4g}"
+        return value, f"{shown} ({metric['numerator']}/{metric['denominator']})"
+    if g.bucket == "regressions":
+        n = report.regression_count
+        return float(n), f"{n} regression(s) since run {report.compared_with or '(none)'}"
     if g.bucket == "unmatched":
         n, total, what = int(cov.get("unmatched") or 0), traces, "traces"
     elif g.bucket == "missing_cases":
@@ -276,6 +330,16 @@ def check_gates(report: Report, gates: list[Gate], *, allow_empty: bool = False)
 # --- renderers ----------------------------------------------------------------------------
 
 
+def _evaluator_change(x: dict[str, Any]) -> str:
+    """What changed in the evaluator between two runs, in words."""
+    parts = []
+    if x.get("judge_changed"):
+        parts.append(f"judge {x['judge_before']} -> {x['judge']}")
+    if x.get("gold_changed"):
+        parts.append(f"gold set {x['gold_before']} -> {x['gold_hash']}")
+    return "; ".join(parts) + " (labels may move with the app unchanged: re-baseline with report --baseline RUN)"
+
+
 def _pct(x: Any) -> str:
     return f"{100 * float(x):.1f}%"
 
@@ -307,7 +371,11 @@ def render_markdown(r: Report) -> str:
         f"| {md(m['metric'])} | {_pct(m['value'])} | {m['numerator']}/{m['denominator']} | {md(m['definition'])} |"
         for m in r.metrics
     ]
-    lines += ["", "### Since the previous run", ""]
+    lines += ["", "### Since the previous run" if not r.compared_with else f"### Since run {md(r.compared_with)}", ""]
+    for x in r.evaluator_changes:
+        lines.append(f"- evaluator changed at run {md(x['run_id'])} ({md(x['day'])}): " + md(_evaluator_change(x)))
+    if r.evaluator_changes:
+        lines.append("")
     if r.regressions:
         lines += ["| change | case | claim | bucket | before | now |", "|---|---|---|---|---:|---:|"]
         lines += [
@@ -372,6 +440,10 @@ def render_table(r: Report) -> None:
     for x in r.regressions:
         g.add_row(*(Text(term(v)) for v in (x["change"], x["case_id"], x["claim"], x["bucket"], x["before"], x["now"])))
     console.print(g if r.regressions else Text("no change in failing claims since the previous run"))
+    for x in r.evaluator_changes:
+        console.print(
+            term(f"evaluator changed at run {x['run_id']} ({x['day']}): {_evaluator_change(x)}"), markup=False
+        )
     if r.agreement:
         a = Table(title="people and the judge (labelled samples)")
         for col in ("bucket", "labelled", "agree", "agreement"):

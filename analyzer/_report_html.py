@@ -122,6 +122,20 @@ def _trend_chart(r: Report) -> str:
     return "".join(parts)
 
 
+def _evaluator_marks(r: Report) -> str:
+    """Each step of the history where the judge or the gold set changed: labels may move with the app unchanged."""
+    from ._report import _evaluator_change
+
+    if not r.evaluator_changes:
+        return ""
+    items = "".join(
+        f"<li class='evaluator'>run <code>{html_text(x['run_id'])}</code> ({html_text(x['day'])}): "
+        f"{html_text(_evaluator_change(x))}</li>"
+        for x in r.evaluator_changes
+    )
+    return f"<ul id='evaluator-changes'>{items}</ul>"
+
+
 def _agreement(r: Report) -> str:
     if not r.agreement:
         return ""
@@ -211,7 +225,8 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 <h2>Citation metrics</h2>
 <table id="metrics"><tr><th>metric</th><th>value</th><th>n</th><th>definition</th></tr>{metrics}</table>
 {_agreement(r)}
-<h2>Since the previous run</h2>
+<h2>Since {"the previous run" if not r.compared_with else "run <code>" + e(r.compared_with) + "</code>"}</h2>
+{_evaluator_marks(r)}
 <table id="regressions"><tr><th>change</th><th>case</th><th>claim</th><th>bucket</th><th>before</th><th>now</th></tr>
 {regressions}</table>
 <h2>Failing claims ({len(r.failing)})</h2>

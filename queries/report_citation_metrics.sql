@@ -3,9 +3,12 @@
 --   validity            = citations that point into the context the model saw / all citations
 --   completeness        = evidence-requiring claims (factual generated claims) with at least one
 --                         citation / evidence-requiring claims
---   aligned_precision   = valid citations whose evidence supports the claim (a chunk of one of the
---                         matched gold claim's support bundles; for claims matching no gold claim,
---                         every citation of a claim the judge found entailed) / valid citations
+--   aligned_precision   = citations whose evidence the judge finds entailing the claim / all emitted
+--                         citations, invalid ones included (the seed articles' definition). A citation
+--                         of a gold claim counts when it is a chunk of one of the claim's support
+--                         bundles and the claim was judged entailed; of a claim matching no gold claim,
+--                         when the judge found the claim entailed by what it cites. A contradicted
+--                         claim's citations are not aligned, whatever chunk they name
 --   unsupported_answers = answered traces with at least one claim flagged grounding / answered traces
 --   abstention_rate     = traces whose answer abstained / traces
 --   answer_coverage     = traces of expect: answer cases that answered / traces of expect: answer cases
@@ -38,9 +41,9 @@ figures AS (
            'factual claims with at least one citation / factual claims'
     UNION ALL
     SELECT 3, 'aligned_precision',
-           (SELECT coalesce(sum(n_aligned), 0) FROM generated),
-           (SELECT coalesce(sum(n_citations - n_invalid), 0) FROM generated),
-           'valid citations whose evidence supports the claim / valid citations'
+           (SELECT coalesce(sum(CASE WHEN support_label = 'entailed' THEN n_aligned ELSE 0 END), 0) FROM generated),
+           (SELECT coalesce(sum(n_citations), 0) FROM generated),
+           'citations whose evidence the judge finds entailing the claim / all citations'
     UNION ALL
     SELECT 4, 'unsupported_answers',
            (SELECT count(*) FILTER (WHERE grounded_badly) FROM traces WHERE NOT abstained),

@@ -277,3 +277,6 @@ ALTER TABLE case_results ADD COLUMN IF NOT EXISTS expect VARCHAR;
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS abstained BOOLEAN;
 -- coverage per run: traces read (NULL for older runs); runs.traces counts those joined to a case
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS traces_read BIGINT;
+-- the evaluator of a run beside its judge: the gold set's content hash (another gold set, or the
+-- same file edited, can change labels as the app does not); trends and regressions mark the change
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS gold_hash VARCHAR;

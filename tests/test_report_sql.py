@@ -55,8 +55,12 @@ def run(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple[
     return con.execute(query_path(name).read_text(encoding="utf-8"), params).fetchall()
 
 
-def add_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime) -> None:
-    con.execute("INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 0, 0, 0, 0)", [run_id, started, started])
+def add_run(
+    con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime, judge: str = "rules", gold: str = "g1"
+) -> None:
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', ?, 0, 0, 0, 0, ?)", [run_id, started, started, judge, gold]
+    )
 
 
 def claim(
@@ -77,6 +81,7 @@ def claim(
     flags: list[str] | None = None,
     stage: str | None = None,
     span: str | None = None,
+    label: str = "entailed",
 ) -> None:
     con.execute(
         # the first 24 columns by name: later columns (rationale, generation span) stay NULL
@@ -92,7 +97,7 @@ def claim(
             span,
             flags if flags is not None else ([] if bucket == "ok" else [bucket]),
             f"why {bucket}",
-            "entailed",
+            label,
             [],
             T0,
             *chain,
@@ -183,7 +188,8 @@ def test_citation_metrics_empty_and_mixed(store: duckdb.DuckDBPyConnection) -> N
     claim(store, "r1", "t1", "c1", "a", "ok", cites=2, aligned=2)
     claim(store, "r1", "t1", "c1", "b", "invalid_citation", cites=2, invalid=1, aligned=0)
     claim(store, "r1", "t2", "c2", "a", "uncited", cites=0, aligned=0)
-    claim(store, "r1", "t3", "c3", "a", "grounding", cites=1, aligned=1)
+    # a contradicted claim citing its gold chunk: the citation is not aligned (its evidence entails nothing)
+    claim(store, "r1", "t3", "c3", "a", "grounding", cites=1, aligned=1, label="contradicted")
     claim(
         store,
         "r1",
@@ -201,7 +207,7 @@ def test_citation_metrics_empty_and_mixed(store: duckdb.DuckDBPyConnection) -> N
     assert [r[:5] for r in rows] == [
         (1, "validity", 4, 5, 0.8),
         (2, "completeness", 3, 4, 0.75),
-        (3, "aligned_precision", 3, 4, 0.75),
+        (3, "aligned_precision", 2, 5, 0.4),  # invalid citations in the denominator too
         (4, "unsupported_answers", 1, 3, 0.3333),
         (5, "abstention_rate", 1, 4, 0.25),
         (6, "answer_coverage", 3, 3, 1.0),
@@ -346,7 +352,7 @@ def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
     add_run(store, "r0", T0)
     assert run(store, "report_coverage", run_id="r0") == [(0, 0, 0, 1.0, [], 0, [])]
     store.execute(
-        "INSERT INTO runs VALUES ('r1', ?, ?, 'gold.yaml', 'rules', 3, 9, 0, 7)", [T0, T0]
+        "INSERT INTO runs VALUES ('r1', ?, ?, 'gold.yaml', 'rules', 3, 9, 0, 7, 'g1')", [T0, T0]
     )  # 7 traces read, 3 joined
     for trace, reason in [("t4", "ambiguous"), ("t5", "unknown_case_id"), ("t6", "unknown_case_id"), ("t7", "x")]:
         store.execute("INSERT INTO unmatched_traces VALUES ('r1', ?, ?, [])", [trace, reason])
@@ -366,3 +372,21 @@ def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
             ["c2", "c9"],
         )
     ]
+
+
+def test_the_seeds_60_days_example_is_not_an_aligned_citation(tmp_path: Path) -> None:
+    # "returns are accepted for 60 days [2]" against a source that says 30 days: grounding, and its one
+    # citation is not aligned (before: 1/1, because the cited chunk is in the gold bundle)
+    from citeline.examples.demo import SCENARIOS
+    from tests.analysis_helpers import run_and_analyze
+
+    [scenario] = [s for s in SCENARIOS if s.name == "wrong-number"]
+    result, _ = run_and_analyze(tmp_path, [scenario])
+    con = duckdb.connect(str(tmp_path / "store.duckdb"), read_only=True)
+    try:
+        rows = run(con, "report_citation_metrics", run_id=result.run_id)
+    finally:
+        con.close()
+    [(bucket, label)] = [(c["bucket"], c["support_label"]) for c in result.claims.to_dicts() if c["gold_claim_id"]]
+    assert (bucket, label) == ("grounding", "contradicted")
+    assert [r[1:5] for r in rows if r[1] == "aligned_precision"] == [("aligned_precision", 0, 1, 0.0)]
