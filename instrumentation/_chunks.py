@@ -67,6 +67,9 @@ class ChunkRecord(NamedTuple):
     label: str | None
     derived_id: bool = False
     """True when the app gave no chunk id and citeline derived one (see derived_chunk_id)."""
+    acl: tuple[str, ...] | None = None
+    """The groups allowed to see the chunk, when the app's chunk says (``acl``, ``groups``,
+    ``allowed_groups``); None when it does not."""
 
 
 def _s(value: Any) -> str:
@@ -143,6 +146,7 @@ def _from_fields(get: Any, text: str, meta: Mapping[str, Any] | None = None) -> 
         doc_id = _s(pick(*_SOURCE_KEYS))
     label = pick("label")
     return ChunkRecord(
+        acl=_acl(pick("acl", "allowed_groups", "groups")),
         doc_id=doc_id,
         chunk_id=chunk_id,
         version=_s(pick("version")),
@@ -162,8 +166,13 @@ def to_record(obj: Any) -> ChunkRecord:
         return obj
     if isinstance(obj, Chunk):
         if not obj.chunk_id or not obj.doc_id:
-            fields = {"doc_id": obj.doc_id, "chunk_id": obj.chunk_id, "version": obj.version, "score": obj.score}
-            fields |= {"uri": obj.uri, "title": obj.title, "label": obj.label}
+            fields: dict[str, Any] = {
+                "doc_id": obj.doc_id,
+                "chunk_id": obj.chunk_id,
+                "version": obj.version,
+                "score": obj.score,
+            }
+            fields |= {"uri": obj.uri, "title": obj.title, "label": obj.label, "acl": obj.acl}
             return _from_fields(fields.get, obj.text)
         return ChunkRecord(
             doc_id=obj.doc_id,
@@ -175,6 +184,7 @@ def to_record(obj: Any) -> ChunkRecord:
             title=obj.title,
             text=obj.text,
             label=obj.label,
+            acl=_acl(obj.acl),
         )
     if isinstance(obj, dict):
         return _from_dict(obj)
@@ -269,7 +279,19 @@ def _from_dict(obj: dict[str, Any]) -> ChunkRecord:
         "" if title is None else str(title),
         text,
         None if label is None else str(label),
+        acl=_acl(obj.get("acl")),
     )
+
+
+def _acl(value: Any) -> tuple[str, ...] | None:
+    """An ACL as the app wrote it: a list (or one group) of group names; None when it gave none."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple | set | frozenset):
+        return tuple(str(g) for g in value)
+    return None
 
 
 def _node_record(node: Any) -> ChunkRecord:
@@ -326,6 +348,8 @@ class Columns:
     label: list[str | None]
     derived_ids: int = 0
     """How many chunk ids citeline derived because the app gave none."""
+    acl: list[tuple[str, ...] | None] | None = None
+    """Each chunk's ACL when any chunk has one (None: no chunk said)."""
 
     def __len__(self) -> int:
         return len(self.chunk_id)
@@ -364,6 +388,7 @@ def to_columns(value: Any) -> Columns:
             title=_str_col([c.get("title") for c in items]),
             text=texts,
             label=[None if c.get("label") is None else str(c["label"]) for c in items],
+            acl=[_acl(c.get("acl")) for c in items] if any("acl" in c for c in items) else None,
         )
     recs = [to_record(item) for item in items]
     return Columns(
@@ -377,4 +402,5 @@ def to_columns(value: Any) -> Columns:
         text=[r.text for r in recs],
         label=[r.label for r in recs],
         derived_ids=sum(r.derived_id for r in recs),
+        acl=[r.acl for r in recs] if any(r.acl is not None for r in recs) else None,
     )

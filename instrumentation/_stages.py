@@ -92,6 +92,9 @@ def _chunk_arrays(cols: Columns, *, content: bool) -> dict[str, Any]:
         attrs[K.CL_CHUNK_TEXT] = cols.text
     if cols.derived_ids:
         attrs[K.CL_DERIVED_IDS] = cols.derived_ids
+    if cols.acl is not None:  # who may see each chunk: group ids, so a leak is checked without a gold corpus
+        attrs[K.CL_CHUNK_ACL_GROUP] = [g for a in cols.acl for g in a or ()]
+        attrs[K.CL_CHUNK_ACL_COUNT] = [-1 if a is None else len(a) for a in cols.acl]
     return attrs
 
 
@@ -342,6 +345,8 @@ def resolution_attributes(value: Any) -> dict[str, Any]:
     return _rows_attributes(value, _RES_FIELDS, ("resolved", "citations", "items"))
 
 
-def render_attributes(value: Any) -> dict[str, Any]:
-    """What the user sees: label -> target uri, title and ids where known."""
-    return _rows_attributes(value, _REN_FIELDS, ("citations", "sources", "links", "items"))
+def render_attributes(value: Any, content: bool = True) -> dict[str, Any]:
+    """What the user sees: label -> target uri, title and ids where known, and the preview text shown
+    with each link (only with content on: it is a chunk's text)."""
+    fields = (*_REN_FIELDS, ("preview", K.CL_REN_PREVIEW)) if content else _REN_FIELDS
+    return _rows_attributes(value, fields, ("citations", "sources", "links", "items"))

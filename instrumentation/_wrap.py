@@ -145,7 +145,7 @@ class _Call:
             return S.generation_attributes(result, content)
         if stage == "resolution":
             return S.resolution_attributes(result)
-        return S.render_attributes(result)
+        return S.render_attributes(result, content)
 
 
 class _HookError(Exception):

@@ -105,6 +105,12 @@ picked AS (
         CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.label')) END AS ren_label,
         CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.uri')) END AS ren_uri,
         CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.chunk_id')) END AS ren_chunk_id,
+        -- what the page showed with each link: a title and a preview can leak a restricted document too
+        CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.title')) END AS ren_title,
+        CASE WHEN k_stage = 'render' THEN otlp_strings(otlp_value(k, v, 'citeline.render.preview')) END AS ren_preview,
+        -- who may see each retrieved chunk, as the app's index says (groups flattened, a count per chunk)
+        CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.acl_group')) END AS acl_group,
+        CASE WHEN k_stage = 'retrieval' THEN otlp_ints(otlp_value(k, v, 'citeline.chunks.acl_count')) END AS acl_count,
         otlp_string(otlp_value(k, v, 'citeline.adapter_error')) AS adapter_error,
         -- a user's report on the answer (citeline.feedback events, any span of the trace): text, claim, chunk
         CASE WHEN len(s.events) > 0 THEN list_filter(s.events, lambda e: e.name = 'citeline.feedback') END AS fb,
@@ -182,6 +188,6 @@ SELECT
     abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,
     map_label, map_chunk_id, map_version,
     res_marker, res_chunk_id, res_version, res_uri,
-    ren_label, ren_uri, ren_chunk_id,
+    ren_label, ren_uri, ren_chunk_id, ren_title, ren_preview, acl_group, acl_count,
     adapter_error, feedback_text, feedback_claim, feedback_chunk, source_file, line_hash, line_bytes
 FROM staged;

@@ -99,6 +99,12 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS docs_omitted INTEGER;
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS feedback_text VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS feedback_claim VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS feedback_chunk VARCHAR[];
+-- render spans: the title and preview shown with each link; retrieval spans: each chunk's ACL as the
+-- app's index gave it (acl_group flattened, acl_count per chunk, -1 for none)
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS ren_title VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS ren_preview VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS acl_group VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS acl_count BIGINT[];
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (
