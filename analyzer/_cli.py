@@ -42,8 +42,9 @@ def _print_result(result: Any, fmt: str) -> None:
     for bucket in BUCKETS:
         table.add_row(bucket, str(summary[bucket]))
     console.print(table)
-    for line in result.coverage_lines():
-        console.print(term(line), markup=False, highlight=False)
+    for line in [*result.coverage_lines(), result.skipped_text_line()]:
+        if line:
+            console.print(term(line), markup=False, highlight=False)
     failing = result.failing(40)
     if failing.height:
         detail = Table(title="failing claims (first 40)")
@@ -82,6 +83,7 @@ def _progress(args: argparse.Namespace) -> Any:
 
 def _analyze(args: argparse.Namespace) -> int:
     from ._analyze import InputError, analyze
+    from ._policy import PolicyError
 
     if not Path(args.gold).exists():
         _err(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})")
@@ -97,10 +99,12 @@ def _analyze(args: argparse.Namespace) -> int:
             traces=args.traces or None,
             judge=judge,
             labels=args.labels,
+            attach=args.attach,
+            exempt=args.exempt,
             progress=show,
             on_phase=(lambda name: _err(f"{name}...")) if show else None,
         )
-    except InputError as exc:
+    except (InputError, PolicyError) as exc:
         _err(f"citeline: {exc}")
         return 2
     result.phoenix_url = _phoenix_url(args)
@@ -509,6 +513,18 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
     _judge_args(an)
     an.add_argument("--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge")
+    an.add_argument(
+        "--attach",
+        metavar="POLICY",
+        help="the unit a citation covers: auto (default), sentence, clause, bullet, paragraph, table-cell, "
+        "table-row; a gold case's attach: wins (docs/analyzer.md#how-an-answer-becomes-claims)",
+    )
+    an.add_argument(
+        "--exempt",
+        metavar="KINDS",
+        help="kinds of text that need no citation, comma-separated, or all (the default) or none: greeting, "
+        "transition, question, meta, heading, table_header, list_number, bibliography",
+    )
     an.add_argument("--format", choices=("table", "json"), default="table")
     an.add_argument("--quiet", action="store_true", help="no progress output")
     an.add_argument("--phoenix", help="Phoenix base URL: failing claims get span links (or CITELINE_PHOENIX_URL)")

@@ -10,9 +10,9 @@
 -- Grain: one row per classified claim.
 -- Parameters: $run_id (VARCHAR), $bucket_order (VARCHAR[]: the buckets most urgent first, from
 --   BUCKETS in analyzer/_store.py), $labels (VARCHAR[]: the judge labels), $judge (VARCHAR: name@version).
--- Reads: t_traces, t_gold_claims, t_gold_chunks, t_gen_claims, t_match,
+-- Reads: t_traces, t_gold_claims, t_gold_chunks, t_gen_claims (with joins: gen_claims.sql), t_match,
 --   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
---   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (answer, abstains),
+--   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (trace_id, abstains),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
@@ -135,12 +135,19 @@ gold_rows AS (
     SELECT t.trace_id, t.case_id, '(abstain)', []::VARCHAR[][], NULL
     FROM t_traces AS t WHERE t.expect = 'abstain'
 ),
-unmatched_rows AS (
+answered AS (   -- generated claims some gold claim took: matched, or a clause of a matched whole sentence
+    SELECT trace_id, claim_idx FROM t_match
+    UNION
+    SELECT w.trace_id, unnest(w.joins) FROM t_match AS m
+    JOIN t_gen_claims AS w ON w.trace_id = m.trace_id AND w.claim_idx = m.claim_idx
+    WHERE len(w.joins) > 0
+),
+unmatched_rows AS (  -- a sentence cut into clauses is claimed by its clauses, never as a whole
     SELECT g.trace_id, t.case_id, NULL::VARCHAR AS gold_claim_id, []::VARCHAR[][] AS bundles, g.claim_idx
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
-    WHERE g.factual
-      AND NOT EXISTS (SELECT 1 FROM t_match AS m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)
+    WHERE g.factual AND len(g.joins) = 0
+      AND NOT EXISTS (SELECT 1 FROM answered AS m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)
 ),
 rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows
@@ -161,7 +168,7 @@ judged AS (
                AS bundle_cited
     FROM rows AS r
     JOIN t_traces AS t USING (trace_id)
-    LEFT JOIN t_abstain AS a ON a.answer = t.answer
+    LEFT JOIN t_abstain AS a ON a.trace_id = r.trace_id
     LEFT JOIN t_gen_claims AS g ON g.trace_id = r.trace_id AND g.claim_idx = r.claim_idx
     LEFT JOIN t_judged_gold AS jg
            ON r.gold_claim_id IS NOT NULL AND jg.case_id = r.case_id AND jg.claim_id = r.gold_claim_id AND jg.text = g.text

@@ -144,6 +144,14 @@ CREATE TABLE IF NOT EXISTS unmatched_traces (
     candidates VARCHAR[]
 );
 
+-- text of a run's answers that is no claim (a greeting, a heading, a list number, a reference list, ...:
+-- analyzer/_policy.py names the kinds), counted per kind; a large run adds one row per kind and slice
+CREATE TABLE IF NOT EXISTS run_skipped_text (
+    run_id VARCHAR,
+    kind VARCHAR,
+    units BIGINT
+);
+
 -- coverage: one row per gold case no trace of the run answered
 CREATE TABLE IF NOT EXISTS missing_cases (
     run_id VARCHAR,
