@@ -400,7 +400,6 @@ def analyze(
                 "INSERT INTO claim_results BY NAME " + _sql_text("classify"),
                 {
                     "run_id": run_id,
-                    "bucket_order": list(BUCKETS),
                     "labels": list(LABELS),
                     "judge": judges.ident(support_judge),
                 },

@@ -335,7 +335,10 @@ def _open_for_reading(db: str) -> Any:
 
     con = connect(db, read_only=True)
     tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if {"unmatched_traces", "missing_cases"} <= tables:
+    has_flags = con.execute(  # the bucket table's columns (a store no analyze of this version opened yet)
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'bucket_order' AND column_name = 'flag'"
+    ).fetchall()[0][0]
+    if {"unmatched_traces", "missing_cases"} <= tables and has_flags:
         return con
     con.close()
     return connect(db)

@@ -6,7 +6,8 @@
 --   aligned_precision   = valid citations whose evidence supports the claim (a chunk of one of the
 --                         matched gold claim's support bundles; for claims matching no gold claim,
 --                         every citation of a claim the judge found entailed) / valid citations
---   unsupported_answers = answered traces with at least one claim flagged grounding / answered traces
+--   unsupported_answers = answered traces with at least one claim flagged grounding (the bucket that
+--                         is_unsupported raises: bucket_order) / answered traces
 --   abstention_rate     = traces whose answer abstained / traces
 --   answer_coverage     = traces of expect: answer cases that answered / traces of expect: answer cases
 --   A metric with a zero denominator is 0.0.
@@ -22,7 +23,7 @@ traces AS (
     SELECT trace_id,
            bool_or(abstained) AS abstained,
            any_value(expect) AS expect,
-           bool_or(list_contains(flags, 'grounding')) AS grounded_badly
+           bool_or(list_contains(flags, (SELECT bucket FROM bucket_order WHERE flag = 'is_unsupported'))) AS grounded_badly
     FROM claims
     GROUP BY trace_id
 ),

@@ -16,7 +16,10 @@ import pytest
 
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._cli import main
+from citeline.analyzer._report import build_report, render_json, render_markdown
+from citeline.analyzer._report_html import render_html
 from citeline.analyzer._result import AnalysisResult
+from citeline.analyzer._store import connect
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 
@@ -285,6 +288,17 @@ def test_text_that_needs_no_citation_gives_no_claim_row_and_is_counted(tmp_path:
     }
     doc = result.to_json()
     assert doc["skipped_text"] == result.skipped_text
+    # every report format says it, from the store
+    con = connect(tmp_path / "store.duckdb", read_only=True)
+    try:
+        report = build_report(con)
+    finally:
+        con.close()
+    line = "not claims (counted, never judged): 1 greeting, 1 question, 1 meta, 2 list_number, 1 bibliography"
+    assert report.skipped_text == result.skipped_text and report.skipped_line == line
+    assert json.loads(render_json(report))["skipped_text"] == result.skipped_text
+    assert f"\n{line}.\n" in render_markdown(report)
+    assert f'<p id="skipped-text">{line}.</p>' in render_html(report)
     # a citation required of meta statements: "The sources conflict." is a claim again, and uncited
     strict = _run(
         tmp_path / "strict", [("k", ["returns#1", "refunds#1"], said)], gold, exempt=["greeting", "list_number"]
