@@ -21,10 +21,10 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from citeline.instrumentation._labels import DEFAULT_SHAPE, Marker, Shape, find_markers
+from citeline.instrumentation._labels import DEFAULT_SHAPE, NAMING_WORDS, Marker, Shape, find_markers
 
 from . import _tables as tables
-from ._policy import BIBLIOGRAPHY_HEAD, DEFAULT_POLICY, Policy, kind_of
+from ._policy import BIBLIOGRAPHY_HEAD, DEFAULT_POLICY, Policy, kind_of, says_little
 from .judges._text import fold
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
@@ -42,6 +42,8 @@ _ABBREV = frozenset(
 )
 _WS = re.compile(r"\s+")
 _SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
+# what is left of "Source 2." or "Sources 1 and 3:" once the naming words, numbers and punctuation go
+_NAMED_ONLY = re.compile(rf"(?i)\b(?:{'|'.join(NAMING_WORDS)})s?\b|[\d\s.,;:#&()]|\band\b")
 _DANGLING = re.compile(r"[,;]+(?=[.!?]*$)")  # "days, [1]." and "Source 1, Source 2." leave a comma behind
 # where a clause ends after a marker: "; ", ", and ", ", while ", " and " before a second predicate
 _BOUNDARY = re.compile(
@@ -385,19 +387,16 @@ def _clauses(masked: str, s: int, e: int, in_sentence: list[Marker], marks: _Mar
 
 
 def _clean(text: str, masked: str, start: int, end: int, in_span: list[Marker]) -> str:
-    """Claim text: markers (found in the masked copy, so code keeps its brackets) removed; a named source
-    ("Source 2") only where nothing but punctuation follows it."""
+    """Claim text: markers (found in the masked copy, so code keeps its brackets) removed. A named source in
+    prose ("as stated in passage 2", "According to Source 2, ...") is words of the sentence and stays,
+    unless it is all the text there is ("Source 2." after a sentence: that cites the sentence before)."""
     parts: list[str] = []
     last = start
-    for k, m in enumerate(in_span):
+    inline = False
+    for m in in_span:
         if m.inline:
-            rest, pos = [], m.end
-            for later in in_span[k + 1 :]:
-                rest.append(masked[pos : later.start])
-                pos = later.end
-            rest.append(masked[pos:end])
-            if "".join(rest).strip(" .,;:!?)\"'\n\t"):
-                continue  # "Passage 3 notes ...": the words of the sentence
+            inline = True
+            continue
         parts.append(text[last : m.start])
         parts.append(" ")
         last = m.end
@@ -405,7 +404,16 @@ def _clean(text: str, masked: str, start: int, end: int, in_span: list[Marker]) 
     out = _LIST_ITEM.sub("", "".join(parts), count=1)
     out = _WS.sub(" ", out).strip().lstrip(":;,-\u2013 ")
     out = _SPACE_BEFORE_STOP.sub(r"\1", out)
+    if inline and not _named_only(out):
+        inline = False
+    if inline:
+        return ""
     return _DANGLING.sub("", out) if in_span else out
+
+
+def _named_only(text: str) -> bool:
+    """Whether ``text`` says nothing but named sources ("Source 2.", "Sources: 1, 3")."""
+    return not _NAMED_ONLY.sub("", text)
 
 
 def _labels(in_span: list[Marker]) -> list[str]:
@@ -586,7 +594,7 @@ class _Reader:
     def lead_in(self, units: list[_Unit], lead: str) -> None:
         """A short list item stating a number is judged with its lead-in ("Refund windows (days): Opened: 30")."""
         name, unit = tables.header_unit(lead.strip("#*_ ").rstrip(":").strip())
-        if not name or len(name.split()) > LEAD_IN_MAX:
+        if not name or len(name.split()) > LEAD_IN_MAX or says_little(name):  # "Here is what I found:" names nothing
             return
         for u in units:
             if u.kind is None and _DIGIT.search(u.text) and len(u.text.split()) < LEAD_IN_WORDS:

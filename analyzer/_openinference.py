@@ -27,7 +27,6 @@ docs/openinference.md has the table of what each framework gives.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ import polars as pl
 from citeline.instrumentation import content_hash
 from citeline.instrumentation._chunks import Columns
 from citeline.instrumentation._chunks import normalised as _norm
+from citeline.instrumentation._labels import BLOCK_HEADER
 from citeline.instrumentation._prompt import chunks_in_prompt
 
 from ._ingest import Problem
@@ -61,10 +61,8 @@ NO_CONTEXT_SEEN = (
     "and no retrieval span recorded document text; add @retrieval or @context_assembly"
 )
 
-# a labelled block header at a line start: "Source 2:", "[2]", "Document #2:"
-_HEADER = re.compile(
-    r"(?im)^[ \t]*(?:\[\s*(\d{1,4})\s*\]|(?:source|document|doc|passage|chunk|context|reference)\s*#?\s*(\d{1,4})\s*:)"
-)
+# a labelled block header at a line start ("Source 2:", "[2]", "Document #2:"): the label grammar's
+_HEADER = BLOCK_HEADER
 
 
 @dataclass

@@ -200,6 +200,11 @@ def kind_of(text: str, *, cited: bool, has_digit: bool, abstains: bool) -> str |
     return None
 
 
+def says_little(text: str) -> bool:
+    """Whether ``text`` is a greeting or a transition and nothing more ("Here is what I found:")."""
+    return _says_little_after(_TRANSITION, text) or _says_little_after(_GREETING, text)
+
+
 def _says_little_after(opening: re.Pattern[str], text: str) -> bool:
     """Whether ``text`` opens with ``opening`` and then says at most three content words ("Let me check
     that for you." yes; "Sure, opened devices can be returned within thirty days." no)."""

@@ -35,8 +35,10 @@ def answers(draw: st.DrawFn) -> tuple[str, list[tuple[str, tuple[str, ...]]], li
         text = " ".join(words)
         text = text[0].upper() + text[1:]
         glue = "" if style == "caret" else " "
-        sentences.append(f"{text}{glue}{render(labels, style)}.")
-        expected.append((f"{text}.", tuple(labels)))
+        written = render(labels, style)
+        sentences.append(f"{text}{glue}{written}.")
+        # a named source in prose ("... days Source 2.") is words of the sentence: it stays in the text
+        expected.append((f"{text} {written}." if style == "named" else f"{text}.", tuple(labels)))
     return " ".join(sentences), expected, label_map
 
 
