@@ -168,12 +168,13 @@ def split_answers(
     folded_phrases = tuple(fold(p) for p in phrases)
     for n, answer in enumerate(answers):
         policy = policies[n] if policies is not None else DEFAULT_POLICY
+        key = policy.key
         split = split_answer(answer, policy, folded_phrases)
         cited_factual = False
         for i, c in enumerate(split.claims):
             cited_factual = cited_factual or (c.factual and bool(c.labels) and not c.joins)
             cols["answer"].append(answer)
-            cols["policy"].append(policy.key)
+            cols["policy"].append(key)
             cols["claim_idx"].append(i)
             cols["text"].append(c.text)
             cols["labels"].append(list(c.labels))
@@ -184,7 +185,7 @@ def split_answers(
             cols["numbers"].append(sorted(numbers(c.text)))
         for kind, units in skipped_kinds(split).items():
             cols["skipped_answer"].append(answer)
-            cols["skipped_policy"].append(policy.key)
+            cols["skipped_policy"].append(key)
             cols["skipped_kind"].append(kind)
             cols["skipped_units"].append(units)
         folded_answer = fold(answer)

@@ -44,7 +44,6 @@ _WS = re.compile(r"\s+")
 _SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
 # what is left of "Source 2." or "Sources 1 and 3:" once the naming words, numbers and punctuation go
 _NAMED_ONLY = re.compile(rf"(?i)\b(?:{'|'.join(NAMING_WORDS)})s?\b|[\d\s.,;:#&()]|\band\b")
-_DANGLING = re.compile(r"[,;]+(?=[.!?]*$)")  # "days, [1]." and "Source 1, Source 2." leave a comma behind
 # where a clause ends after a marker: "; ", ", and ", ", while ", " and " before a second predicate
 _BOUNDARY = re.compile(
     r"\s*(?:;|,\s*(?:and|but|while|whereas|yet|or|so|although|though)\b|\s(?:and|but|while|whereas|yet)\b)\s*",
@@ -408,7 +407,9 @@ def _clean(text: str, masked: str, start: int, end: int, in_span: list[Marker]) 
         inline = False
     if inline:
         return ""
-    return _DANGLING.sub("", out) if in_span else out
+    if in_span and out[-1:] in ".!?,;" and (core := out.rstrip(".!?")).endswith((",", ";")):
+        out = core.rstrip(",;") + out[len(core) :]  # "days, [1]." and "Source 1, Source 2." leave a comma
+    return out
 
 
 def _named_only(text: str) -> bool:
@@ -449,7 +450,8 @@ class _Reader:
         self.pending: _Unit | None = None  # a list number that cites: its labels go to the claim after it
 
     def kind(self, body: str, labels: list[str]) -> str | None:
-        abstains = bool(self.phrases) and any(p in fold(body) for p in self.phrases)
+        folded = fold(body) if self.phrases else ""
+        abstains = any(p in folded for p in self.phrases)
         kind = kind_of(body, cited=bool(labels), has_digit=bool(_DIGIT.search(body)), abstains=abstains)
         if kind is not None and kind not in self.policy.exempt:
             return "not_factual" if abstains else None  # a citation is required of it: a claim

@@ -28,6 +28,7 @@ import hashlib
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from citeline.instrumentation._labels import DEFAULT_SHAPE, Shape
 
@@ -58,7 +59,7 @@ class Policy:
     exempt: frozenset[str] = field(default_factory=lambda: frozenset(EXEMPT_KINDS))
     shape: Shape = DEFAULT_SHAPE
 
-    @property
+    @cached_property
     def key(self) -> str:
         """What a split answer is keyed by (the same answer under two policies is split twice): a short
         digest of :meth:`describe`, the same in every process."""
@@ -153,7 +154,24 @@ _META = re.compile(
     r"|^no (?:\w+ )?information (?:was|is|could be) (?:found|available|provided)",
     re.IGNORECASE,
 )
-_META_HINTS = ("source", "document", "passage", "context", "reference", "excerpt", "record", "text", "material")
+
+
+def _may_be_meta(low: str) -> bool:
+    """A cheap look for the words a statement about the sources holds, before _META runs (lowercased text)."""
+    return (
+        low.startswith(("i ", "there", "no "))
+        or "source" in low
+        or "document" in low
+        or "passage" in low
+        or "context" in low
+        or "reference" in low
+        or "excerpt" in low
+        or "record" in low
+        or "text" in low
+        or "material" in low
+    )
+
+
 _LIST_NUMBER = re.compile(
     r"^\(?(?:\d{1,3}|[a-z]|[ivxlc]{1,5})[.):]?\)?$|^(?:step|item|part|no\.?|number|#)\s*\d{1,3}[.:)]?$",
     re.IGNORECASE,
@@ -166,6 +184,9 @@ BIBLIOGRAPHY_HEAD = re.compile(
 )
 
 
+_BIBLIOGRAPHY_OPENS = frozenset("sSrRcCbBwWfF")
+
+
 def _first_word(text: str) -> str:
     head = text.lstrip("*_\"'(“ ").split(None, 1)
     return head[0].lower().strip(",.!:;") if head else ""
@@ -176,15 +197,13 @@ def kind_of(text: str, *, cited: bool, has_digit: bool, abstains: bool) -> str |
 
     ``abstains``: it holds one of the run's abstention phrases (a statement about the sources)."""
     end = text.rstrip(" \"'”’)*_]")
-    if BIBLIOGRAPHY_HEAD.match(text):
+    if text.lstrip(" #*_")[:1] in _BIBLIOGRAPHY_OPENS and BIBLIOGRAPHY_HEAD.match(text):
         return "bibliography"
-    if _LIST_NUMBER.match(end):
+    if len(end) <= 12 and _LIST_NUMBER.match(end):
         return "list_number"
     if abstains:
         return "meta"
-    low = end.lower()
-    hinted = any(h in low for h in _META_HINTS) or low.startswith(("i ", "there", "no "))
-    if hinted and _META.search(end):
+    if _may_be_meta(end.lower()) and _META.search(end):
         return "meta"
     if cited:
         return None

@@ -61,16 +61,18 @@ _ITEM_SEP = re.compile(r"\s*(?:[,;]|\band\b|&)\s*")
 _OTHER_TOKEN = re.compile(r"\s*([^\s\[\]\u3010\u3011,;]{1,16})\s*")
 _FULLWIDTH_TAIL = re.compile(r"(?::\d+)?\u2020.*")  # 【4:0†source】: label 4
 
-#: every place an answer may cite, in one pass: brackets, full-width brackets, a named source in
-#: parentheses, a bare named source, a footnote caret
+#: every place an answer may cite with punctuation, in one pass: brackets, full-width brackets, a named
+#: source in parentheses, a footnote caret after a word (each branch opens with its own character, so the
+#: scan skips to those characters)
 CANDIDATES = re.compile(
     r"\[\s*(?P<br>[^\[\]\n]{1,80}?)\s*\]"
     r"|\u3010\s*(?P<fw>[^\u3010\u3011\n]{1,80}?)\s*\u3011"
     rf"|\(\s*(?:see\s+)?(?P<pn>{_NAMED_WORD}(?:\s+|\s*[#:]\s*)\d[^()\n]{{0,60}}?)\s*\)"
-    rf"|(?<![\w\[(])(?P<nm>{_NAMED_WORD}(?:\s+|\s*[#:]\s*)\d{{1,4}})(?![\w.,]\d|\w)"
-    r"|(?:(?<=[a-z]{3})|(?<=[.,;:!?)\"'\u2019\u201d]))\^(?P<ct>\d{1,4})(?![\d\w])",
+    r"|\^(?:(?<=[a-z]{3}\^)|(?<=[.,;:!?)\"'\u2019\u201d]\^))(?P<ct>\d{1,4})(?![\d\w])",
     re.IGNORECASE,
 )
+#: a named source in prose: "Source 2", "passage #3" (looked for only in text that names one)
+NAMED = re.compile(rf"(?<![\w\[(])(?P<nm>{_NAMED_WORD}(?:\s+|\s*[#:]\s*)\d{{1,4}})(?![\w.,]\d|\w)", re.IGNORECASE)
 
 # --- the prompt side: the label written just before a chunk's text ---------------------------------
 _PROMPT_BRACKETED = re.compile(r"[\[\u3010]\s*([^\[\]\u3010\u3011\s]{1,16})\s*[\]\u3011]")
@@ -155,6 +157,9 @@ class Shape:
 
     def token(self, token: str) -> list[str] | None:
         """The labels one bracket token stands for (a range stands for several), or None when it is prose."""
+        if token.isdigit():  # the common case, "[2]"
+            one = self.label("", token)
+            return None if one is None else [one]
         o = _OTHER_TOKEN.fullmatch(token)
         if o is not None and o.group(1) in self.exact:
             return [o.group(1)]
@@ -178,6 +183,8 @@ class Shape:
 
     def group(self, content: str) -> list[str] | None:
         """The labels of one bracket's content (``"1, 3-5"``), or None unless every item is a label."""
+        if content.isdigit():
+            return self.token(content)
         out: list[str] = []
         for item in _ITEM_SEP.split(content):
             labels = self.token(item)
@@ -205,24 +212,31 @@ class Marker:
 
 def find_markers(text: str, shape: Shape = DEFAULT_SHAPE, start: int = 0, end: int | None = None) -> list[Marker]:
     """Every citation in ``text[start:end]`` that fits ``shape``, in order (code is the caller's to mask)."""
+    stop = len(text) if end is None else end
     out: list[Marker] = []
-    for m in CANDIDATES.finditer(text, start, len(text) if end is None else end):
+    for m in CANDIDATES.finditer(text, start, stop):
         kind = m.lastgroup
         inner = m.group(kind) if kind else None
         if inner is None:
             continue
         labels: list[str] | None
-        if kind == "br":
-            labels = shape.group(inner)
-        elif kind == "fw":
-            labels = shape.group(_FULLWIDTH_TAIL.sub("", inner))
-        elif kind == "ct":
+        if kind == "ct":
             one = shape.label("", inner)
             labels = [one] if one else None
-        else:  # a named source, in parentheses or bare: "Source 2", "Sources 1 and 3", "Source 1; Source 2"
-            labels = shape.group(inner)
+        else:  # a bracket's content, or a named source in parentheses: "Source 2", "Sources 1 and 3"
+            labels = shape.group(_FULLWIDTH_TAIL.sub("", inner) if kind == "fw" else inner)
         if labels:
-            out.append(Marker(m.start(), m.end(), tuple(labels), inline=kind == "nm"))
+            out.append(Marker(m.start(), m.end(), tuple(labels)))
+    low = text.lower()
+    if any(w in low for w in NAMING_WORDS):
+        taken = [(m.start, m.end) for m in out]
+        for m in NAMED.finditer(text, start, stop):
+            if any(a <= m.start() < b for a, b in taken):
+                continue  # "(Source 2)" was read whole
+            labels = shape.group(m.group("nm"))
+            if labels:
+                out.append(Marker(m.start(), m.end(), tuple(labels), inline=True))
+        out.sort(key=lambda x: x.start)
     return out
 
 
