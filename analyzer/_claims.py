@@ -18,28 +18,17 @@ reference list is read as the label -> source map it is (``Split.references``).
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from citeline.instrumentation._labels import DEFAULT_SHAPE, NAMING_WORDS, Marker, Shape, find_markers
 
 from . import _tables as tables
-from ._policy import BIBLIOGRAPHY_HEAD, DEFAULT_POLICY, Policy, kind_of, says_little
+from ._blocks import ENTRY, FOOTNOTE_DEF, LIST_ITEM, Block, Marks, blocks, sentences
+from ._policy import DEFAULT_POLICY, Policy, kind_of, says_little
 from .judges._text import fold
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _INLINE = re.compile(r"`[^`\n]*`")
-_END = re.compile(r"[.!?]+[\"')\u201d\u2019]*")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S|^\s*(\*\*|__)[^*_\n.!?\[\u3010]{1,80}\1\s*:?\s*$")
-_SETEXT = re.compile(r"^\s*(?:=+|-{2,})\s*$")
-_FOOTNOTE_DEF = re.compile(r"^\s*\[\^([^\]\s]{1,16})\]:\s*(.*)$")
-_ENTRY = re.compile(r"^\s*(?:[-*+\u2022]\s*)?(?:\[\^?([^\]\s]{1,16})\]:?|\^?(\d{1,4})[.):])\s*(\S.*)$")
-_URL = re.compile(r"https?://|www\.", re.IGNORECASE)
-_ABBREV = frozenset(
-    "e.g i.e etc vs dr mr mrs ms prof no nos fig figs approx inc ltd co corp st jr sr u.s u.k "
-    "a.m p.m cf al ca est dept govt jan feb mar apr jun jul aug sep sept oct nov dec mt ft".split()
-)
 _WS = re.compile(r"\s+")
 _SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
 # what is left of "Source 2." or "Sources 1 and 3:" once the naming words, numbers and punctuation go
@@ -50,6 +39,7 @@ _BOUNDARY = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_][\w'-]*|\d[\d.,]*")
+_CLOSES = frozenset(("", ".", "!", "?", ")", '"', "'", "\n", "\u201d", "\u2019"))
 _CONTENT = re.compile(r"[A-Za-z]{3,}")
 _DIGIT = re.compile(r"\d")
 _NO_VALUE = re.compile(r"^[\W_]*$|^(?:n/?a|none|-+|\u2014|\u2013)$", re.IGNORECASE)
@@ -147,219 +137,10 @@ def is_factual(claim: str) -> bool:
     return len(words) >= 3 and not claim.rstrip().endswith(":")
 
 
-# --- blocks ------------------------------------------------------------------------------------------
+# --- clauses ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Block:
-    kind: str  # para | item | heading | table | biblio
-    start: int
-    end: int
-    lead: str = ""  # an item's lead-in ("Refund windows (days):") or a table's heading
-    table: tables.Table | None = None
-
-
-def _lines(masked: str) -> list[tuple[int, int]]:
-    out, pos = [], 0
-    for line in masked.splitlines(keepends=True):
-        out.append((pos, pos + len(line)))
-        pos += len(line)
-    return out
-
-
-def _blocks(text: str, masked: str) -> list[_Block]:
-    """Paragraphs, list items (with their indented continuation lines), tables, headings and reference
-    lists, in order."""
-    html = [(m.start(), m.end()) for m in tables.HTML_TABLE.finditer(masked)] if "<table" in masked.lower() else []
-    lines = _lines(masked)
-    out: list[_Block] = []
-    para: _Block | None = None
-    lead = ""
-    biblio = False
-    i = 0
-
-    def close() -> None:
-        nonlocal para, lead
-        if para is not None:
-            out.append(para)
-            last = masked[para.start : para.end].strip().splitlines()[-1].strip()
-            lead = last if last.endswith(":") else ""
-            para = None
-
-    while i < len(lines):
-        start, end = lines[i]
-        line = masked[start:end]
-        stripped = line.strip()
-        if html and html[0][0] < end:
-            close()
-            t_start, t_end = html.pop(0)
-            out.append(_Block("table", t_start, t_end, lead, tables.html_rows(text, t_start, t_end)))
-            while i < len(lines) and lines[i][1] <= t_end:
-                i += 1
-            continue
-        if not stripped:
-            close()
-            i += 1
-            continue
-        if biblio or BIBLIOGRAPHY_HEAD.match(stripped) or _FOOTNOTE_DEF.match(line):
-            is_entry = bool(_ENTRY.match(line) or _FOOTNOTE_DEF.match(line) or _URL.search(line))
-            if biblio and not is_entry:
-                biblio = False
-            else:
-                close()
-                biblio = biblio or bool(BIBLIOGRAPHY_HEAD.match(stripped))
-                out.append(_Block("biblio", start, end))
-                i += 1
-                continue
-        if _HEADING.match(line):
-            close()
-            out.append(_Block("heading", start, end))
-            lead = stripped
-            i += 1
-            continue
-        one_line_above = para is not None and para.end == start and masked[para.start : para.end].count("\n") <= 1
-        if _SETEXT.match(line) and para is not None and one_line_above:  # "Returns\n=======": a heading
-            para.kind = "heading"
-            lead = masked[para.start : para.end].strip()
-            out.append(para)
-            para = None
-            i += 1
-            continue
-        is_table = stripped.startswith("|") or (
-            "|" in stripped and i + 1 < len(lines) and tables.SEPARATOR.match(masked[lines[i + 1][0] : lines[i + 1][1]])
-        )
-        if is_table:
-            close()
-            rows = [lines[i]]
-            i += 1
-            while (
-                i < len(lines)
-                and "|" in masked[lines[i][0] : lines[i][1]]
-                and masked[lines[i][0] : lines[i][1]].strip()
-            ):
-                rows.append(lines[i])
-                i += 1
-            out.append(_Block("table", rows[0][0], rows[-1][1], lead, tables.markdown_rows(text, masked, rows)))
-            continue
-        if _LIST_ITEM.match(line):
-            if para is not None:
-                close()
-            item = _Block("item", start, end, lead)
-            i += 1
-            while i < len(lines):  # indented continuation lines belong to the item
-                c_start, c_end = lines[i]
-                cont = masked[c_start:c_end]
-                if not cont.strip() or not cont[:1].isspace() or _LIST_ITEM.match(cont):
-                    break
-                item.end = c_end
-                i += 1
-            out.append(item)
-            continue
-        if para is None:
-            para = _Block("para", start, end)
-        else:
-            para.end = end
-        i += 1
-    close()
-    _trailing_references(masked, out)
-    return out
-
-
-def _trailing_references(masked: str, blocks: list[_Block]) -> None:
-    """A reference list at the end without a heading: the answer's last lines, each "[n] <source>" with a link."""
-    for b in reversed(blocks):
-        if b.kind not in ("para", "item"):
-            return
-        body = masked[b.start : b.end].strip().splitlines()
-        if not body or not all(_ENTRY.match(x) and _URL.search(x) for x in body):
-            return
-        b.kind = "biblio"
-
-
-# --- sentences and clauses ----------------------------------------------------------------------------
-
-_LETTER_OR_DOT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.")
-
-
-def _word_before(text: str, at: int) -> str:
-    """The letters-and-dots word that ends at ``at``, from its first letter ("U.S" before "U.S."); "" when none.
-
-    Walks back from ``at``: a regex anchored at the end of ``text[:at]`` would try every earlier position.
-    As that regex's ``$`` did, a word followed by one line break still counts ("Dr\n." reads "Dr")."""
-    if at > 0 and text[at - 1] == "\n":
-        at -= 1
-    i = at
-    while i > 0 and text[i - 1] in _LETTER_OR_DOT:
-        i -= 1
-    while i < at and text[i] == ".":
-        i += 1
-    return text[i:at]
-
-
-def _is_abbreviation(masked: str, dot: int) -> bool:
-    """Whether the '.' at ``dot`` ends an abbreviation or an initial rather than a sentence."""
-    word = _word_before(masked, dot)
-    if not word:
-        return False
-    low = word.lower().rstrip(".")
-    if low in ("no", "nos"):  # "No. 5" abbreviates; "No." answering a question ends a sentence
-        return bool(re.match(r"\s*\d", masked[dot + 1 :]))
-    if low in _ABBREV:
-        return True
-    return len(word) == 1 and word.isupper()  # an initial such as "J."
-
-
-class _Marks:
-    """The answer's markers, looked up by position."""
-
-    def __init__(self, marks: list[Marker]) -> None:
-        self.marks = marks
-        self.starts = [m.start for m in marks]
-        self.at = {m.start: m for m in marks}
-
-    def within(self, start: int, end: int) -> list[Marker]:
-        i = bisect_left(self.starts, start)
-        out = []
-        while i < len(self.marks) and self.marks[i].start < end:
-            out.append(self.marks[i])
-            i += 1
-        return out
-
-    def run_end(self, masked: str, pos: int, end: int) -> int:
-        """The end of the markers that follow ``pos`` (spaces between them allowed), or ``pos``."""
-        out = pos
-        while True:
-            p = out
-            while p < end and masked[p] in " \t":
-                p += 1
-            m = self.at.get(p)
-            if m is None or m.end > end or m.inline:  # "... observations. Passage 3 notes ...": a new sentence
-                return out
-            out = m.end
-
-
-def _sentences(masked: str, start: int, end: int, marks: _Marks) -> list[tuple[int, int]]:
-    """Sentence spans inside one block, markers after the full stop included."""
-    out: list[tuple[int, int]] = []
-    cur = start
-    for m in _END.finditer(masked, start, end):
-        stop = marks.run_end(masked, m.end(), end) if marks.marks else m.end()
-        rest = masked[stop:end]
-        nxt = rest.lstrip()
-        if nxt and (len(rest) == len(nxt)):
-            continue  # "4.5", "U.S.A": no space after the stop
-        if m.group(0).startswith(".") and len(m.group(0)) == 1 and _is_abbreviation(masked, m.start()):
-            continue
-        if nxt and not (nxt[0].isupper() or nxt[0].isdigit() or nxt[0] in "\"'(\u201c[*_\u3010"):
-            continue
-        out.append((cur, stop))
-        cur = stop
-    if masked[cur:end].strip():
-        out.append((cur, end))
-    return out
-
-
-def _clauses(masked: str, s: int, e: int, in_sentence: list[Marker], marks: _Marks) -> list[tuple[int, int]]:
+def _clauses(masked: str, s: int, e: int, in_sentence: list[Marker], marks: Marks) -> list[tuple[int, int]]:
     """A sentence cut where a marker closes a clause: after the markers, a clause boundary (";", ", and",
     ", while", " and" before a second predicate) and at least three words before the sentence's end
     or its next marker. The boundary itself belongs to neither clause."""
@@ -372,6 +153,8 @@ def _clauses(masked: str, s: int, e: int, in_sentence: list[Marker], marks: _Mar
         else:
             runs.append(m.end)
     for run in runs:
+        if masked[run : run + 1] in _CLOSES:  # "... days [1]." (the common case): no clause follows
+            continue
         b = _BOUNDARY.match(masked, run, e)
         if b is None:
             continue
@@ -400,7 +183,7 @@ def _clean(text: str, masked: str, start: int, end: int, in_span: list[Marker]) 
         parts.append(" ")
         last = m.end
     parts.append(text[last:end])
-    out = _LIST_ITEM.sub("", "".join(parts), count=1)
+    out = LIST_ITEM.sub("", "".join(parts), count=1)
     out = _WS.sub(" ", out).strip().lstrip(":;,-\u2013 ")
     out = _SPACE_BEFORE_STOP.sub(r"\1", out)
     if inline and not _named_only(out):
@@ -424,7 +207,7 @@ def _labels(in_span: list[Marker]) -> list[str]:
 # --- units and attachment ------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Unit:
     text: str
     labels: list[str]
@@ -443,7 +226,7 @@ class _Reader:
         self.masked = mask_code(text)
         self.policy = policy
         self.phrases = phrases
-        self.marks = _Marks(find_markers(self.masked, policy.shape))
+        self.marks = Marks(find_markers(self.masked, policy.shape))
         self.units: list[_Unit] = []
         self.split = Split()
         self.sentences = 0
@@ -489,13 +272,13 @@ class _Reader:
             self.pending = unit
         self.units.append(unit)
 
-    def prose(self, b: _Block, n: int) -> None:
+    def prose(self, b: Block, n: int) -> None:
         attach, masked, text = self.policy.attach, self.masked, self.text
         if attach == "bullet" and b.kind == "item":
             in_b = self.marks.within(b.start, b.end)
             self.add(_clean(text, masked, b.start, b.end, in_b), _labels(in_b), b.start, b.end, n)
             return
-        for s, e in _sentences(masked, b.start, b.end, self.marks):
+        for s, e in sentences(masked, b.start, b.end, self.marks):
             in_s = self.marks.within(s, e)
             spans = _clauses(masked, s, e, in_s, self.marks) if in_s and attach in ("auto", "clause") else [(s, e)]
             if len(spans) == 1:
@@ -517,7 +300,7 @@ class _Reader:
         in_c = self.marks.within(cell.start, cell.end)
         return _clean(self.text, self.masked, cell.start, cell.end, in_c), _labels(in_c)
 
-    def table(self, b: _Block, n: int) -> int:
+    def table(self, b: Block, n: int) -> int:
         """A table's claims (every row a block of its own); returns the next block number."""
         t = b.table
         if t is None:
@@ -557,14 +340,14 @@ class _Reader:
             n += 1
         return n
 
-    def biblio(self, b: _Block) -> None:
+    def biblio(self, b: Block) -> None:
         """A reference list: each entry is read as a label -> source line, and is no claim."""
         for line in self.text[b.start : b.end].splitlines():
             if not line.strip():
                 continue
-            m = _FOOTNOTE_DEF.match(line)
+            m = FOOTNOTE_DEF.match(line)
             label, source = (m.group(1), m.group(2)) if m else (None, None)
-            if m is None and (e := _ENTRY.match(line)) is not None:
+            if m is None and (e := ENTRY.match(line)) is not None:
                 label, source = e.group(1) or e.group(2), e.group(3)
             if label and source:
                 self.split.references[str(int(label)) if label.isdigit() else label] = source.strip()
@@ -574,7 +357,7 @@ class _Reader:
         if self.masked is not self.text:
             self.split.skipped.extend(Skipped("code", "") for _ in _FENCE.finditer(self.text))
         n = 0
-        for b in _blocks(self.text, self.masked):
+        for b in blocks(self.text, self.masked):
             if b.kind == "table":
                 n = self.table(b, n)
                 continue
@@ -606,7 +389,7 @@ class _Reader:
         """Markers that close a block cover its other units: under ``auto`` when they are its only markers,
         under ``paragraph`` and ``table-row`` always."""
         mode = self.policy.attach
-        if mode not in ("auto", "paragraph", "table-row"):
+        if mode not in ("auto", "paragraph", "table-row") or all(u.labels for u in self.units if u.kind is None):
             return
         by_block: dict[int, list[_Unit]] = {}
         for u in self.units:

@@ -32,6 +32,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 #: words that name a labelled chunk: "Source 2", "(Documents 1 and 3)", "passage #4"
 NAMING_WORDS = (
@@ -197,12 +198,11 @@ class Shape:
 DEFAULT_SHAPE = Shape()
 
 
-@dataclass(frozen=True)
-class Marker:
+class Marker(NamedTuple):
     """One citation found in an answer: where it is and the labels it names.
 
-    ``inline``: a bare named source ("According to Source 2, ...") is part of the sentence's words;
-    the parser takes it out of the claim's text only where nothing but punctuation follows it."""
+    ``inline``: a named source in prose ("According to Source 2, ...") is words of the sentence, which
+    the parser keeps in the claim's text."""
 
     start: int
     end: int

@@ -188,7 +188,7 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
 @given(text=st.text(alphabet="aZ.. é1-\n", max_size=40), data=st.data())
 def test_the_word_before_a_stop_is_what_the_end_anchored_regex_finds(text: str, data: st.DataObject) -> None:
     """The splitter's walk back from a full stop equals re.search(r"([A-Za-z][A-Za-z.]*)$") on the prefix."""
-    from citeline.analyzer._claims import _word_before
+    from citeline.analyzer._blocks import _word_before
 
     at = data.draw(st.integers(0, len(text)))
     m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:at])
