@@ -154,27 +154,26 @@ def split_answers(
     structured: frozenset[str],
     phrases: Sequence[str],
     policies: Sequence[Policy] | None = None,
+    ids: Sequence[int] | None = None,
 ) -> dict[str, list[Any]]:
     """Each answer's claims (text, labels, factual) and whether it abstains, as columns; ``policies[i]`` is
-    the policy answer ``i`` is split by (the default when None). Text that is no claim is counted per
-    answer and kind (the ``skipped_*`` columns).
+    the policy answer ``i`` is split by (the default when None), ``ids[i]`` the number its rows carry
+    (``split``; its position when None). Text that is no claim is counted per answer and kind (the
+    ``skipped_*`` columns).
 
     Pure and picklable: a large run splits its answers on every core (``_answer_tables``)."""
-    claim_cols = ("answer", "policy", "claim_idx", "text", "labels", "factual", "joins", "stems", "numbers")
-    cols: dict[str, list[Any]] = {
-        k: [] for k in (*claim_cols, "skipped_answer", "skipped_policy", "skipped_kind", "skipped_units")
-    }
+    claim_cols = ("split", "claim_idx", "text", "labels", "factual", "joins", "stems", "numbers")
+    cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, "skipped_split", "skipped_kind", "skipped_units")}
     abstains: list[bool] = []
     folded_phrases = tuple(fold(p) for p in phrases)
     for n, answer in enumerate(answers):
         policy = policies[n] if policies is not None else DEFAULT_POLICY
-        key = policy.key
+        at = ids[n] if ids is not None else n
         split = split_answer(answer, policy, folded_phrases)
         cited_factual = False
         for i, c in enumerate(split.claims):
             cited_factual = cited_factual or (c.factual and bool(c.labels) and not c.joins)
-            cols["answer"].append(answer)
-            cols["policy"].append(key)
+            cols["split"].append(at)
             cols["claim_idx"].append(i)
             cols["text"].append(c.text)
             cols["labels"].append(list(c.labels))
@@ -184,8 +183,7 @@ def split_answers(
             cols["stems"].append(sorted(stems(c.text)))
             cols["numbers"].append(sorted(numbers(c.text)))
         for kind, units in skipped_kinds(split).items():
-            cols["skipped_answer"].append(answer)
-            cols["skipped_policy"].append(key)
+            cols["skipped_split"].append(at)
             cols["skipped_kind"].append(kind)
             cols["skipped_units"].append(units)
         folded_answer = fold(answer)
@@ -201,13 +199,11 @@ PARALLEL_ANSWERS = 20_000
 
 def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], settings: dict[str, Any]) -> None:
     """Split every distinct prose answer once per policy it is split by; decide abstention once per answer."""
-    policies = splitting.split_keys(con, **settings)  # t_split_keys: each trace's answer and policy
-    pairs = con.execute("SELECT DISTINCT answer, policy FROM t_split_keys").fetchall()
-    answers = [a for a, _ in pairs]
+    answers, policies = splitting.split_keys(con, **settings)  # t_split_keys: each trace's split of its answer
     structured = frozenset(
         r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'").fetchall()
     )
-    cols = _split_everywhere(answers, structured, phrases, [policies[k] for _, k in pairs])
+    cols = _split_everywhere(answers, structured, phrases, policies)
     abstains = cols.pop("abstains")
     register_frame(
         con,
@@ -219,9 +215,7 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], setti
     )
     skipped = {k.removeprefix("skipped_"): cols.pop(k) for k in list(cols) if k.startswith("skipped_")}
     register_frame(
-        con,
-        "t_answer_skipped",
-        columns_table(skipped, {"answer": pl.Utf8, "policy": pl.Utf8, "kind": pl.Utf8, "units": pl.Int64}),
+        con, "t_answer_skipped", columns_table(skipped, {"split": pl.Int64, "kind": pl.Utf8, "units": pl.Int64})
     )
     register_frame(
         con,
@@ -229,8 +223,7 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], setti
         columns_table(
             cols,
             {
-                "answer": pl.Utf8,
-                "policy": pl.Utf8,
+                "split": pl.Int64,
                 "claim_idx": pl.Int64,
                 "text": pl.Utf8,
                 "labels": pl.List(pl.Utf8),
@@ -239,18 +232,7 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], setti
             },
         ),
     )
-    register_frame(
-        con,
-        "t_split_abstain",
-        pl.DataFrame(
-            {"answer": answers, "policy": [k for _, k in pairs], "abstains": abstains},
-            schema={"answer": pl.Utf8, "policy": pl.Utf8, "abstains": pl.Boolean},
-        ),
-    )
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE t_abstain AS SELECT k.trace_id, a.abstains "
-        "FROM t_split_keys AS k JOIN t_split_abstain AS a USING (answer, policy)"
-    )
+    splitting.abstentions(con, abstains)
 
 
 def _split_everywhere(
@@ -261,10 +243,13 @@ def _split_everywhere(
     if len(answers) < PARALLEL_ANSWERS or workers < 2:
         return split_answers(answers, structured, phrases, policies)
     size = -(-len(answers) // (workers * 4))
-    parts = [answers[i : i + size] for i in range(0, len(answers), size)]
-    rules = [None if policies is None else policies[i : i + size] for i in range(0, len(answers), size)]
+    starts = range(0, len(answers), size)
+    parts = [answers[i : i + size] for i in starts]
+    rules = [None if policies is None else policies[i : i + size] for i in starts]
+    ids = [range(i, min(i + size, len(answers))) for i in starts]
     with _workers.pool(workers) as pool:
-        done = list(pool.map(split_answers, parts, [structured] * len(parts), [tuple(phrases)] * len(parts), rules))
+        n = len(parts)
+        done = list(pool.map(split_answers, parts, [structured] * n, [tuple(phrases)] * n, rules, ids))
     return {k: [x for d in done for x in d[k]] for k in done[0]}
 
 

@@ -18,6 +18,8 @@ from citeline.instrumentation._labels import Shape
 from ._policy import Policy, exempt_or_default, merge
 from ._store import register_frame, sql
 
+# each split's answer and policy, by its number (split_keys.sql numbers them 0, 1, ...)
+_SPLITS = "SELECT any_value(answer), any_value(policy) FROM t_split_keys GROUP BY split_id ORDER BY split_id"
 _LABEL_MAPS = (
     "SELECT DISTINCT t.map_label, g.attach FROM t_traces AS t LEFT JOIN t_gold_cases AS g USING (case_id) "
     "WHERE t.answer IS NOT NULL"
@@ -31,10 +33,10 @@ def split_keys(
     exempt: Collection[str] | None,
     file_attach: str | None,
     file_exempt: Collection[str] | None,
-) -> dict[str, Policy]:
-    """t_split_keys (trace_id, answer, policy): the policy each trace's answer is split by; returns
-    each policy by its key. Distinct label maps and case settings are few, so the policies are made in
-    Python once each and joined back by SQL."""
+) -> tuple[list[str], list[Policy]]:
+    """t_split_keys (trace_id, split_id, prose): which split of its answer each trace reads; returns each split's
+    answer and policy, in split_id order. Distinct label maps and case settings are few, so the policies are
+    made in Python once each and joined back by SQL; the rest joins on the split's number, not on answer text."""
     kinds = exempt_or_default(exempt, file_exempt)
     rows = con.execute(_LABEL_MAPS).fetchall()
     policies: dict[str, Policy] = {}
@@ -52,7 +54,24 @@ def split_keys(
         ),
     )
     con.execute("CREATE OR REPLACE TEMP TABLE t_split_keys AS " + sql("split_keys").strip().rstrip(";"))
-    return policies
+    splits = con.execute(_SPLITS).fetchall()
+    return [a for a, _ in splits], [policies[k] for _, k in splits]
+
+
+def abstentions(con: duckdb.DuckDBPyConnection, abstains: list[bool]) -> None:
+    """t_abstain (trace_id, abstains): whether each trace's answer abstains (``abstains[split_id]``)."""
+    register_frame(
+        con,
+        "t_split_abstain",
+        pl.DataFrame(
+            {"split_id": range(len(abstains)), "abstains": abstains},
+            schema={"split_id": pl.Int64, "abstains": pl.Boolean},
+        ),
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE t_abstain AS SELECT k.trace_id, a.abstains "
+        "FROM t_split_keys AS k JOIN t_split_abstain AS a USING (split_id)"
+    )
 
 
 def store_skipped(con: duckdb.DuckDBPyConnection, run_id: str) -> None:

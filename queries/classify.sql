@@ -243,33 +243,33 @@ evaluable AS (
 ),
 -- 7. every raised flag with the reason it gives, in any order: the bucket table (bucket_order,
 --    bucket_reasons: analyzer/_buckets.py) says which bucket a flag raises, the repair order, the
---    stage each reason blames and its words. The last entry (flag '') is always up: the bucket of a
---    claim nothing else flagged.
+--    stage each reason blames and its words. The last entry (flag '') is always there: the bucket of
+--    a claim nothing else flagged. (An entry is made only where its flag is up.)
 raised AS (
     SELECT e.*, list_filter([
-        {'flag': 'is_restricted', 'up': is_restricted, 'why': 'reached'},
-        {'flag': 'is_unobservable', 'up': is_unobservable, 'why': CASE
+        CASE WHEN is_restricted THEN {'flag': 'is_restricted', 'why': 'reached'} END,
+        CASE WHEN is_unobservable THEN {'flag': 'is_unobservable', 'why': CASE
             WHEN principal_unknown THEN 'principal_unknown'
             WHEN no_judgment AND support_label IS NULL THEN 'no_verdict'
             WHEN no_judgment AND support_label = 'not_applicable' THEN 'undecided'
             WHEN no_judgment THEN 'unknown_label'
             WHEN starts_with(coalesce(unreadable_error, ''), 'not observed: ') THEN 'not_observed'  -- zero-code traces
-            ELSE 'unreadable' END},
-        {'flag': 'is_unknown_label', 'up': is_unknown_label, 'why': 'cites'},
-        {'flag': 'is_stale', 'up': is_stale, 'why': CASE WHEN stale_what IS NOT NULL THEN 'stale' ELSE 'drift' END},
-        {'flag': 'is_unretrieved', 'up': is_unretrieved, 'why': 'missed'},
-        {'flag': 'is_dropped', 'up': is_dropped, 'why': 'dropped'},
-        {'flag': 'is_unsupported', 'up': is_unsupported, 'why': CASE
+            ELSE 'unreadable' END} END,
+        CASE WHEN is_unknown_label THEN {'flag': 'is_unknown_label', 'why': 'cites'} END,
+        CASE WHEN is_stale THEN {'flag': 'is_stale', 'why': CASE WHEN stale_what IS NOT NULL THEN 'stale' ELSE 'drift' END} END,
+        CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
+        CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
+        CASE WHEN is_unsupported THEN {'flag': 'is_unsupported', 'why': CASE
             WHEN gold_claim_id = '(abstain)' THEN 'answered'
             WHEN gold_claim_id IS NOT NULL AND claim_idx IS NULL THEN CASE WHEN abstains THEN 'abstained' ELSE 'left_out' END
-            ELSE 'judged' END},
-        {'flag': 'is_unmarked', 'up': is_unmarked, 'why': 'no_marker'},
-        {'flag': 'is_misattributed', 'up': is_misattributed, 'why': 'elsewhere'},
-        {'flag': 'is_misresolved', 'up': is_misresolved, 'why': CASE WHEN res_bad THEN 'resolved' ELSE 'rendered' END},
-        {'flag': '', 'up': true, 'why': CASE
+            ELSE 'judged' END} END,
+        CASE WHEN is_unmarked THEN {'flag': 'is_unmarked', 'why': 'no_marker'} END,
+        CASE WHEN is_misattributed THEN {'flag': 'is_misattributed', 'why': 'elsewhere'} END,
+        CASE WHEN is_misresolved THEN {'flag': 'is_misresolved', 'why': CASE WHEN res_bad THEN 'resolved' ELSE 'rendered' END} END,
+        {'flag': '', 'why': CASE
             WHEN resolution_span IS NULL AND render_span IS NULL AND claim_idx IS NOT NULL AND len(cited) > 0
                 THEN 'untraced' ELSE 'checked' END}
-    ], lambda v: v.up) AS raised
+    ], lambda v: v IS NOT NULL) AS raised
     FROM evaluable AS e
 ),
 -- 8. the raised flags in repair order: the first is the claim's bucket; its reason's stage, span and words
@@ -320,8 +320,10 @@ SELECT
                          WHEN 'resolution' THEN resolution_span WHEN 'render' THEN render_span END
     END AS span_id,
     flags,
-    array_to_string(list_transform(range(1, len(why.parts) + 1),
-                                   lambda i: why.parts[i] || coalesce(detail[why.details[i]], '')), '') AS reason,
+    CASE WHEN len(why.details) = 0 THEN why.parts[1]  -- words without details: most reasons, every ok
+         ELSE array_to_string(list_transform(range(1, len(why.parts) + 1),
+                                             lambda i: why.parts[i] || coalesce(detail[why.details[i]], '')), '')
+    END AS reason,
     support_label,
     list_sort(cited) AS cited_chunks,
     started_at AS trace_started_at,

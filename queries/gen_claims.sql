@@ -1,15 +1,15 @@
 -- gen_claims.sql: one row per generated claim of a trace, with what it cites.
 -- Purpose: turn markers into chunk ids through the label map recorded at generation
 --   time (never through positions). Prose answers come split by Python (t_answer_claims,
---   one split per answer and policy: t_split_keys says which policy each trace's answer
---   was split by); structured answers carry claims and chunk ids already. A label the
+--   one split per answer and policy: t_split_keys says which split each trace reads);
+--   structured answers carry claims and chunk ids already. A label the
 --   map does not hold is an invalid citation (the splitter only reads brackets that fit
 --   the map's shape, so "[2026]" before a map of eight labels is text, not a label).
 --   joins: a sentence cut into clauses also comes whole, naming its clauses' claim_idx;
 --   matching may take it, and it is never a claim row of its own (classify.sql).
 -- Grain: one row per (trace, claim_idx).
--- Parameters: none. Reads: t_traces, t_split_keys (trace_id, answer, policy),
---   t_answer_claims (answer, policy, claim_idx, text, labels, factual, joins).
+-- Parameters: none. Reads: t_traces, t_split_keys (trace_id, split_id),
+--   t_answer_claims (split, claim_idx, text, labels, factual, joins).
 WITH prose AS (
     SELECT t.trace_id, a.claim_idx, a.text, a.labels, a.factual, a.joins,
            list_transform(a.labels, lambda l: t.map_chunk_id[list_position(t.map_label, l)]) AS mapped,
@@ -17,7 +17,7 @@ WITH prose AS (
            []::VARCHAR[] AS quotes
     FROM t_traces AS t
     JOIN t_split_keys AS k USING (trace_id)
-    JOIN t_answer_claims AS a ON a.answer = k.answer AND a.policy = k.policy
+    JOIN t_answer_claims AS a ON a.split = k.split_id
     WHERE t.answer_format IS DISTINCT FROM 'structured'
 ),
 structured AS (

@@ -3,10 +3,10 @@
 --   number, a reference list, a statement about the sources, a sentence with nothing to check
 --   is no claim (analyzer/_policy.py names the kinds); each trace's answer counts its own.
 -- Grain: one row per kind that occurred in the slice.
--- Parameters: $run_id (VARCHAR). Reads: t_split_keys (trace_id, answer, policy, prose),
---   t_answer_skipped (answer, policy, kind, units: made where the answer was split).
+-- Parameters: $run_id (VARCHAR). Reads: t_split_keys (trace_id, split_id, prose),
+--   t_answer_skipped (split, kind, units: made where the answer was split).
 SELECT $run_id AS run_id, s.kind, sum(s.units)::BIGINT AS units
 FROM t_split_keys AS k
-JOIN t_answer_skipped AS s ON s.answer = k.answer AND s.policy = k.policy
+JOIN t_answer_skipped AS s ON s.split = k.split_id
 WHERE k.prose
 GROUP BY s.kind
