@@ -29,8 +29,8 @@ from .judges._text import fold
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _INLINE = re.compile(r"`[^`\n]*`")
-_WS = re.compile(r"\s+")
-_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")
+_STOPS = (".", ",", ";", ":", "!", "?")
+_ITEM_OPENS = frozenset("-*+\u20220123456789")
 # what is left of "Source 2." or "Sources 1 and 3:" once the naming words, numbers and punctuation go
 _NAMED_ONLY = re.compile(rf"(?i)\b(?:{'|'.join(NAMING_WORDS)})s?\b|[\d\s.,;:#&()]|\band\b")
 # where a clause ends after a marker: "; ", ", and ", ", while ", " and " before a second predicate
@@ -183,12 +183,14 @@ def _clean(text: str, masked: str, start: int, end: int, in_span: list[Marker]) 
         parts.append(" ")
         last = m.end
     parts.append(text[last:end])
-    out = LIST_ITEM.sub("", "".join(parts), count=1)
-    out = _WS.sub(" ", out).strip().lstrip(":;,-\u2013 ")
-    out = _SPACE_BEFORE_STOP.sub(r"\1", out)
-    if inline and not _named_only(out):
-        inline = False
-    if inline:
+    out = "".join(parts)
+    if out[:1] in _ITEM_OPENS or out[:1].isspace():
+        out = LIST_ITEM.sub("", out, count=1)
+    out = " ".join(out.split()).lstrip(":;,-\u2013 ")  # whitespace runs as one space (as re's \s+ would)
+    if " " in out:  # "days ." once its marker is gone: one space at most before a stop, after the join
+        for stop in _STOPS:
+            out = out.replace(" " + stop, stop)
+    if inline and _named_only(out):
         return ""
     if in_span and out[-1:] in ".!?,;" and (core := out.rstrip(".!?")).endswith((",", ";")):
         out = core.rstrip(",;") + out[len(core) :]  # "days, [1]." and "Source 1, Source 2." leave a comma
@@ -201,6 +203,8 @@ def _named_only(text: str) -> bool:
 
 
 def _labels(in_span: list[Marker]) -> list[str]:
+    if len(in_span) == 1:  # the common case: one marker
+        return list(dict.fromkeys(in_span[0].labels))
     return list(dict.fromkeys(label for m in in_span for label in m.labels))
 
 
@@ -280,7 +284,8 @@ class _Reader:
             return
         for s, e in sentences(masked, b.start, b.end, self.marks):
             in_s = self.marks.within(s, e)
-            spans = _clauses(masked, s, e, in_s, self.marks) if in_s and attach in ("auto", "clause") else [(s, e)]
+            cut = in_s and attach in ("auto", "clause") and any(masked[m.end : m.end + 1] not in _CLOSES for m in in_s)
+            spans = _clauses(masked, s, e, in_s, self.marks) if cut else [(s, e)]
             if len(spans) == 1:
                 self.add(_clean(text, masked, s, e, in_s), _labels(in_s), s, e, n)
                 continue
