@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,14 @@ import polars as pl
 
 from . import _prompt_context as prompt_context
 from . import _source_openinference as openinference
+from . import _splitting as splitting
 from . import _structured as structured
 from . import _workers, judges
-from ._claims import is_factual, split_claims
+from ._claims import skipped_kinds, split_answer
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, not_trace_file, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
+from ._policy import DEFAULT_POLICY, Policy, attach_policy, exempt_kinds
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, columns_table, connect, register_frame, sql
 from .judges import LABELS, Judge
@@ -107,6 +109,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
                 "as_of": c.as_of,
                 "expect": c.expect,
                 "principal_groups": c.principal_groups,
+                "attach": c.attach,
             }
             for c in gold.cases.values()
         ],
@@ -116,6 +119,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
             "as_of": pl.Date,
             "expect": pl.Utf8,
             "principal_groups": pl.List(pl.Utf8),
+            "attach": pl.Utf8,
         },
     )
     claims = pl.DataFrame(
@@ -147,30 +151,43 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
     register_frame(con, "t_gold_claims", claims)
 
 
-def split_answers(answers: Sequence[str], structured: frozenset[str], phrases: Sequence[str]) -> dict[str, list[Any]]:
-    """Each answer's claims (text, labels, factual) and whether it abstains, as columns.
+def split_answers(
+    answers: Sequence[str],
+    structured: frozenset[str],
+    phrases: Sequence[str],
+    policies: Sequence[Policy] | None = None,
+    ids: Sequence[int] | None = None,
+) -> dict[str, list[Any]]:
+    """Each answer's claims (text, labels, factual) and whether it abstains, as columns; ``policies[i]`` is
+    the policy answer ``i`` is split by (the default when None), ``ids[i]`` the number its rows carry
+    (``split``; its position when None). Text that is no claim is counted per answer and kind (the
+    ``skipped_*`` columns).
 
     Pure and picklable: a large run splits its answers on every core (``_answer_tables``)."""
-    cols: dict[str, list[Any]] = {
-        k: [] for k in ("answer", "claim_idx", "text", "labels", "factual", "stems", "numbers")
-    }
+    claim_cols = ("split", "claim_idx", "text", "labels", "factual", "joins", "stems", "numbers")
+    cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, "skipped_split", "skipped_kind", "skipped_units")}
     abstains: list[bool] = []
-    folded_phrases = [fold(p) for p in phrases]
-    for answer in answers:
-        claims = split_claims(answer)
+    folded_phrases = tuple(fold(p) for p in phrases)
+    for n, answer in enumerate(answers):
+        policy = policies[n] if policies is not None else DEFAULT_POLICY
+        at = ids[n] if ids is not None else n
+        split = split_answer(answer, policy, folded_phrases)
         cited_factual = False
-        for i, c in enumerate(claims):
-            folded = fold(c.text)
-            factual = is_factual(c.text) and not any(p in folded for p in folded_phrases)
-            cited_factual = cited_factual or (factual and bool(c.labels))
-            cols["answer"].append(answer)
+        for i, c in enumerate(split.claims):
+            cited_factual = cited_factual or (c.factual and bool(c.labels) and not c.joins)
+            cols["split"].append(at)
             cols["claim_idx"].append(i)
             cols["text"].append(c.text)
             cols["labels"].append(list(c.labels))
-            cols["factual"].append(factual)
+            cols["factual"].append(c.factual)
+            cols["joins"].append(list(c.joins))
             # what matching compares (word overlap, shared numbers), made here on every core
             cols["stems"].append(sorted(stems(c.text)))
             cols["numbers"].append(sorted(numbers(c.text)))
+        for kind, units in skipped_kinds(split).items():
+            cols["skipped_split"].append(at)
+            cols["skipped_kind"].append(kind)
+            cols["skipped_units"].append(units)
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
         abstains.append(answer not in structured and has_phrase and not cited_factual)
@@ -182,13 +199,13 @@ def split_answers(answers: Sequence[str], structured: frozenset[str], phrases: S
 PARALLEL_ANSWERS = 20_000
 
 
-def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> None:
-    """Split every distinct prose answer once; decide abstention once per answer."""
-    answers = [r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer IS NOT NULL").fetchall()]
+def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], settings: dict[str, Any]) -> None:
+    """Split every distinct prose answer once per policy it is split by; decide abstention once per answer."""
+    answers, policies = splitting.split_keys(con, **settings)  # t_split_keys: each trace's split of its answer
     structured = frozenset(
         r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'").fetchall()
     )
-    cols = _split_everywhere(answers, structured, phrases)
+    cols = _split_everywhere(answers, structured, phrases, policies)
     abstains = cols.pop("abstains")
     register_frame(
         con,
@@ -198,36 +215,43 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str]) -> No
             {"text": pl.Utf8, "stems": pl.List(pl.Utf8), "numbers": pl.List(pl.Utf8)},
         ),
     )
+    skipped = {k.removeprefix("skipped_"): cols.pop(k) for k in list(cols) if k.startswith("skipped_")}
+    register_frame(
+        con, "t_answer_skipped", columns_table(skipped, {"split": pl.Int64, "kind": pl.Utf8, "units": pl.Int64})
+    )
     register_frame(
         con,
         "t_answer_claims",
         columns_table(
             cols,
             {
-                "answer": pl.Utf8,
+                "split": pl.Int64,
                 "claim_idx": pl.Int64,
                 "text": pl.Utf8,
                 "labels": pl.List(pl.Utf8),
                 "factual": pl.Boolean,
+                "joins": pl.List(pl.Int64),
             },
         ),
     )
-    register_frame(
-        con,
-        "t_abstain",
-        pl.DataFrame({"answer": answers, "abstains": abstains}, schema={"answer": pl.Utf8, "abstains": pl.Boolean}),
-    )
+    splitting.abstentions(con, abstains)
 
 
-def _split_everywhere(answers: list[str], structured: frozenset[str], phrases: Sequence[str]) -> dict[str, list[Any]]:
+def _split_everywhere(
+    answers: list[str], structured: frozenset[str], phrases: Sequence[str], policies: list[Policy] | None = None
+) -> dict[str, list[Any]]:
     """split_answers over every core for a large run; the same columns, in the same order."""
     workers = _workers.cores()
     if len(answers) < PARALLEL_ANSWERS or workers < 2:
-        return split_answers(answers, structured, phrases)
+        return split_answers(answers, structured, phrases, policies)
     size = -(-len(answers) // (workers * 4))
-    parts = [answers[i : i + size] for i in range(0, len(answers), size)]
+    starts = range(0, len(answers), size)
+    parts = [answers[i : i + size] for i in starts]
+    rules = [None if policies is None else policies[i : i + size] for i in starts]
+    ids = [range(i, min(i + size, len(answers))) for i in starts]
     with _workers.pool(workers) as pool:
-        done = list(pool.map(split_answers, parts, [structured] * len(parts), [tuple(phrases)] * len(parts)))
+        n = len(parts)
+        done = list(pool.map(split_answers, parts, [structured] * n, [tuple(phrases)] * n, rules, ids))
     return {k: [x for d in done for x in d[k]] for k in done[0]}
 
 
@@ -288,15 +312,25 @@ def analyze(
     labels: str | Path | None = None,
     abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
     answer_keys: Mapping[str, str] | None = None,
+    attach: str | None = None,
+    exempt: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> AnalysisResult:
     """Classify every claim of every trace that answers a gold case; store the run.
 
+    ``attach`` (an attachment policy) and ``exempt`` (the kinds of text that need no citation) override
+    the gold file's ``policy:`` for this run; a case's own ``attach:`` still wins (docs/analyzer.md, "How
+    an answer becomes claims").
+
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
     holds no trace file, or the gold set cannot be read at all.
     """
+    if attach is not None:
+        attach = attach_policy(attach, "attach")
+    if exempt is not None:
+        exempt = exempt_kinds(exempt if isinstance(exempt, str) else list(exempt), "exempt")
     support_judge = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     keys = structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
     gold_set = load_gold(gold)
@@ -322,6 +356,8 @@ def analyze(
         bounds = _slices(con, parts, scope)
         cached_judge = CachedJudge(con, support_judge)
         _question_table(con, scope)
+        split_settings = {"attach": attach, "exempt": exempt, "file_attach": gold_set.attach}
+        split_settings["file_exempt"] = gold_set.exempt
         joined_by_content, unjoined = 0, set[str]()
         oi_stats = openinference.Stats()
         for part, (lo, hi) in enumerate(bounds):  # bounded memory: one slice of the traces at a time
@@ -344,7 +380,7 @@ def analyze(
             _content_drift(con)
             con.execute(sql("restricted_by_content"))
             phase("splitting answers into claims" + of)
-            _answer_tables(con, phrases)
+            _answer_tables(con, phrases, split_settings)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
             _similarity_table(con)
             con.execute(
@@ -353,12 +389,12 @@ def analyze(
             )
             phase("judging support" + of)
             judge_tables(con, gold_set, cached_judge)
+            splitting.store_skipped(con, run_id)
             phase("classifying" + of)
             con.execute(
                 "INSERT INTO claim_results BY NAME " + _sql_text("classify"),
                 {
                     "run_id": run_id,
-                    "bucket_order": list(BUCKETS),
                     "labels": list(LABELS),
                     "judge": judges.ident(support_judge),
                 },
@@ -432,6 +468,7 @@ def analyze(
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
         result.warnings = [str(w) for w in gold_set.warnings]
+        result.skipped_text = splitting.skipped_counts(con, run_id)
         result.judge = {
             "name": judges.ident(support_judge),
             "asked": cached_judge.asked,

@@ -42,8 +42,9 @@ def _print_result(result: Any, fmt: str) -> None:
     for bucket in BUCKETS:
         table.add_row(bucket, str(summary[bucket]))
     console.print(table)
-    for line in result.coverage_lines():
-        console.print(term(line), markup=False, highlight=False)
+    for line in [*result.coverage_lines(), result.skipped_text_line()]:
+        if line:
+            console.print(term(line), markup=False, highlight=False)
     failing = result.failing(40)
     if failing.height:
         detail = Table(title="failing claims (first 40)")
@@ -82,6 +83,7 @@ def _progress(args: argparse.Namespace) -> Any:
 
 def _analyze(args: argparse.Namespace) -> int:
     from ._analyze import InputError, analyze
+    from ._policy import PolicyError
 
     if not Path(args.gold).exists():
         _err(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})")
@@ -109,10 +111,12 @@ def _analyze(args: argparse.Namespace) -> int:
             labels=args.labels,
             abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
             answer_keys=keys,
+            attach=args.attach,
+            exempt=args.exempt,
             progress=show,
             on_phase=(lambda name: _err(f"{name}...")) if show else None,
         )
-    except (InputError, AnswerKeysError) as exc:
+    except (InputError, AnswerKeysError, PolicyError) as exc:
         _err(f"citeline: {exc}")
         return 2
     result.phoenix_url = _phoenix_url(args)
@@ -438,7 +442,10 @@ def _open_for_reading(db: str) -> Any:
 
     con = connect(db, read_only=True)
     tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if {"unmatched_traces", "missing_cases"} <= tables:
+    has_flags = con.execute(  # the bucket table's columns (a store no analyze of this version opened yet)
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'bucket_order' AND column_name = 'flag'"
+    ).fetchall()[0][0]
+    if {"unmatched_traces", "missing_cases"} <= tables and has_flags:
         return con
     con.close()
     return connect(db)
@@ -637,6 +644,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ROLE=KEY",
         help="the key your JSON answers use for a role (repeatable): text, claims, claim_text, evidence, "
         "chunk_id, quote, abstained; e.g. --answer-key claims=statements (docs/analyzer.md)",
+    )
+    an.add_argument(
+        "--attach",
+        metavar="POLICY",
+        help="the unit a citation covers: auto (default), sentence, clause, bullet, paragraph, table-cell, "
+        "table-row; a gold case's attach: wins (docs/analyzer.md#how-an-answer-becomes-claims)",
+    )
+    an.add_argument(
+        "--exempt",
+        metavar="KINDS",
+        help="kinds of text that need no citation, comma-separated, or all (the default) or none: greeting, "
+        "transition, question, meta, heading, table_header, list_number, bibliography",
     )
     an.add_argument("--format", choices=("table", "json"), default="table")
     an.add_argument("--quiet", action="store_true", help="no progress output")

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ._policy import PolicyError, attach_policy, exempt_kinds
 from ._streaming import lines
 
 EXPECT = ("answer", "abstain", "conflict")
@@ -83,6 +84,8 @@ class GoldCase:
     expect: str = "answer"
     claims: list[GoldClaim] = field(default_factory=list)
     status: str = "confirmed"
+    attach: str | None = None
+    """The attachment policy this case's answers are split by, when the case names one (_policy.ATTACH)."""
 
 
 @dataclass
@@ -98,6 +101,9 @@ class GoldSet:
     """Why the set as a whole could not be read (then it holds nothing); None when it could."""
     abstain_phrases: list[str] = field(default_factory=list)
     """More phrases that mark an answer as an abstention (top-level ``abstain_phrases:``)."""
+    attach: str | None = None
+    exempt: frozenset[str] | None = None
+    """The file's ``policy:`` (attachment, kinds of text needing no citation); None where it names none."""
 
 
 #: bounds for a gold file someone else wrote: anchors a real gold set needs, nesting far past its shape
@@ -363,6 +369,13 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
     if expect == "answer" and not raw_claims:
         r.error(where, "claims", "a case that expects an answer needs at least one claim")
         ok = False
+    attach = None
+    if rec.get("attach") is not None:
+        try:
+            attach = attach_policy(rec["attach"])
+        except PolicyError as exc:
+            r.error(where, "attach", str(exc).split(": ", 1)[1])
+            ok = False
     if not ok or case_id is None or question is None:
         return None
     if status == "draft":
@@ -371,7 +384,7 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
             "status",
             f"case {case_id!r} is a draft: check its claims and support chunks, then delete 'status: draft'",
         )
-    return GoldCase(case_id, question, as_of, pid, groups, expect, claims, status)
+    return GoldCase(case_id, question, as_of, pid, groups, expect, claims, status, attach)
 
 
 def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldClaim | None:
@@ -517,6 +530,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
         gold.errors.append(GoldError(str(path), "-", "corpus/cases", "both must be lists"))
         gold.unreadable = "corpus and cases must both be lists"
         return gold
+    _file_policy(gold, r, data.get("policy"), _where(data.get("policy"), "policy"))
     _fill_corpus(gold, r, [(rec, _where(rec, f"corpus[{i}]", corpus, i)) for i, rec in enumerate(corpus)])
     _fill_cases(gold, r, [(rec, _where(rec, f"cases[{i}]", cases, i)) for i, rec in enumerate(cases)])
     phrases = r.str_list(data, _where(data, "abstain_phrases"), "abstain_phrases")
@@ -524,6 +538,26 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
     gold.errors.extend(r.errors)
     gold.warnings.extend(r.warnings)
     return gold
+
+
+def _file_policy(gold: GoldSet, r: _Reader, policy: Any, where: str) -> None:
+    """The file's ``policy:`` mapping (``attach``, ``exempt``); a bad setting is named and the default kept."""
+    if policy is None:
+        return
+    if not isinstance(policy, dict):
+        r.error(where, "policy", "must be a mapping with attach and/or exempt")
+        return
+    for key in policy:
+        if key not in ("attach", "exempt", _LINE):
+            r.error(where, f"policy.{key}", "unknown setting; policy takes attach and exempt")
+    try:
+        if policy.get("attach") is not None:
+            gold.attach = attach_policy(policy["attach"], "policy.attach")
+        if policy.get("exempt") is not None:
+            gold.exempt = exempt_kinds(policy["exempt"], "policy.exempt")
+    except PolicyError as exc:
+        fld, message = str(exc).split(": ", 1)
+        r.error(where, fld, message)
 
 
 def _fill_corpus(gold: GoldSet, r: _Reader, records: list[tuple[Any, str]]) -> None:

@@ -62,8 +62,10 @@ def _claims(answer: str, support_of: Any) -> list[dict[str, Any]]:
 
     split = split_answers([answer], frozenset(), DEFAULT_ABSTAIN_PHRASES)
     out: list[dict[str, Any]] = []
-    for text, labels, factual in zip(split["text"], split["labels"], split["factual"], strict=True):
-        if factual:
+    for text, labels, factual, joins in zip(
+        split["text"], split["labels"], split["factual"], split["joins"], strict=True
+    ):
+        if factual and not joins:  # a sentence cut into clauses: its clauses are the claims
             ids = list(dict.fromkeys(support_of(labels)))
             out.append({"claim_id": f"c{len(out) + 1}", "text": text, "support": [[i] for i in ids]})
     return out

@@ -24,10 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from citeline.instrumentation._labels import Shape
 from citeline.instrumentation._perturb import RequestView
 
 from . import _shapes as sh
-from ._claims import _MARKER, _MARKER_RUN
+from ._claims import markers, relabel, remove_markers
 from ._gold import CorpusChunk, GoldCase, GoldSet
 from .judges._text import overlap, stems
 
@@ -290,10 +291,10 @@ def _remove_markers(ctx: CaseContext, value: Any, view: RequestView) -> tuple[An
         return new, f"removed the evidence of {n} citation(s)"
     if text is None:
         raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
-    n = len(_MARKER.findall(text))
+    bare, n = remove_markers(text)
     if not n:
         return "the answer has no marker"
-    return sh.with_answer_text(value, _MARKER_RUN.sub("", text)), f"removed {n} marker(s)"
+    return sh.with_answer_text(value, bare), f"removed {n} marker(s)"
 
 
 def _change_number(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
@@ -345,19 +346,14 @@ def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> tuple[A
     if text is None:
         raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
     label_chunk = dict(zip(view.labels, view.chunk_ids, strict=False))
-    for m in _MARKER.finditer(text):
-        for number in re.findall(r"\d+", m.group(1)):
-            label = str(int(number))
-            cited = label_chunk.get(label, "")
-            near = _neighbour(ctx, view, cited) if cited in ctx.support else None
-            if near is None:
-                continue
-
-            def sub(g: re.Match[str], old: str = label, new: str = near[0]) -> str:
-                return re.sub(rf"(?<!\d){old}(?!\d)", new, g.group(0))
-
-            moved = _MARKER.sub(sub, text)
-            return sh.with_answer_text(value, moved), f"cites [{near[0]}] ({near[1]}) instead of [{label}]"
+    shape = Shape.of(view.labels)
+    for label in dict.fromkeys(markers(text, shape)):
+        cited = label_chunk.get(label, "")
+        near = _neighbour(ctx, view, cited) if cited in ctx.support else None
+        if near is None:
+            continue
+        moved = relabel(text, label, near[0], shape)
+        return sh.with_answer_text(value, moved), f"cites [{near[0]}] ({near[1]}) instead of [{label}]"
     return "no marker citing a support chunk with a neighbour in context"
 
 

@@ -20,7 +20,6 @@ nobody saw what it meant. The result is a lookup table, ``t_prompt_context``, th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ import polars as pl
 
 from citeline.instrumentation._chunks import Columns
 from citeline.instrumentation._chunks import normalised as _norm
+from citeline.instrumentation._labels import BLOCK_HEADER
 from citeline.instrumentation._prompt import chunks_in_prompt
 
 from ._source_openinference import MIN_PIECE, Doc, Stats, json_strings
@@ -46,10 +46,8 @@ NO_CONTEXT_SEEN = (
     "not observed: no retrieved chunk text was recorded to look for in the LLM span's prompt; "
     "add @context_assembly (or record chunk text: record_content=True)"
 )
-# a labelled block header at a line start: "Source 2:", "[2]", "Document #2:"
-_HEADER = re.compile(
-    r"(?im)^[ \t]*(?:\[\s*(\d{1,4})\s*\]|(?:source|document|doc|passage|chunk|context|reference)\s*#?\s*(\d{1,4})\s*:)"
-)
+# a labelled block header at a line start ("Source 2:", "[2]", "Document #2:"): the label grammar's
+_HEADER = BLOCK_HEADER
 _COLUMNS: dict[str, Any] = {
     "trace_id": pl.Utf8,
     "span_id": pl.Utf8,

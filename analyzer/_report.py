@@ -18,6 +18,7 @@ import duckdb
 from citeline.instrumentation._redact import public_url
 
 from ._escape import is_span_id, is_trace_id, md, term
+from ._policy import SKIP_KINDS
 from ._store import BUCKETS, sql
 
 
@@ -34,21 +35,6 @@ def trace_url(phoenix_url: str | None, trace_id: str | None) -> str | None:
     if not phoenix_url or not is_trace_id(trace_id):
         return None
     return f"{public_url(phoenix_url).rstrip('/')}/redirects/traces/{trace_id}"
-
-
-COLORS = {
-    "access_violation": "#b91c1c",
-    "not_evaluable": "#6b7280",
-    "invalid_citation": "#c2410c",
-    "freshness": "#b45309",
-    "retrieval_miss": "#7c3aed",
-    "context_drop": "#6d28d9",
-    "grounding": "#be185d",
-    "uncited": "#0e7490",
-    "attribution": "#0369a1",
-    "resolution": "#4d7c0f",
-    "ok": "#15803d",
-}
 
 
 @dataclass
@@ -70,11 +56,19 @@ class Report:
     agreement: list[dict[str, Any]] = field(default_factory=list)  # people vs the judge, per bucket (samples)
     evaluator_changes: list[dict[str, Any]] = field(default_factory=list)  # runs whose judge or gold changed
     compared_with: str | None = None  # the run the regressions compare with (previous, or --baseline)
+    skipped_text: dict[str, int] = field(default_factory=dict)  # text that was no claim, per kind
 
     @property
     def regression_count(self) -> int:
         """App regressions: failing buckets that went up with the same evaluator (never a judge change)."""
         return sum(1 for x in self.regressions if x["change"] == "regressed")
+
+    @property
+    def skipped_line(self) -> str | None:
+        """The text that was no claim, per kind, in one line for people (None when there was none)."""
+        if not self.skipped_text:
+            return None
+        return "not claims (counted, never judged): " + ", ".join(f"{n} {k}" for k, n in self.skipped_text.items())
 
     @property
     def coverage_line(self) -> str:
@@ -115,6 +109,7 @@ class Report:
             "regressions": self.regressions,
             "worst_cases": self.worst_cases,
             "failing_claims": failing,
+            "skipped_text": self.skipped_text,
             "gates": self.gates,
             "agreement": self.agreement,
             "compared_with": self.compared_with,
@@ -179,6 +174,7 @@ def build_report(
         evaluator_changes=[{**x, "day": str(x["day"])} for x in _rows(con, "report_evaluator_changes", {})]
         if _has_column(con, "runs", "gold_hash")
         else [],
+        skipped_text=_skipped_text(con, p, tables),
     )
 
 
@@ -223,6 +219,15 @@ def _details(
     ).fetchall()[0][0]:
         return {}
     return {_key(r): r for r in _rows(con, "drilldown", p)}
+
+
+def _skipped_text(con: duckdb.DuckDBPyConnection, p: dict[str, Any], tables: set[str]) -> dict[str, int]:
+    """The run's text that was no claim, per kind, in the order _policy lists the kinds (a store made before
+    the count: none)."""
+    if "run_skipped_text" not in tables:
+        return {}
+    found = {str(r["kind"]): int(r["units"]) for r in _rows(con, "report_skipped_text", p)}
+    return {k: found[k] for k in SKIP_KINDS if k in found} | {k: n for k, n in found.items() if k not in SKIP_KINDS}
 
 
 def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str, tables: set[str]) -> dict[str, str]:
@@ -354,6 +359,7 @@ def render_markdown(r: Report) -> str:
         "",
         md(r.coverage_line) + ".",
         "",
+        *([md(r.skipped_line) + ".", ""] if r.skipped_line else []),
         "| bucket | claims | share |",
         "|---|---:|---:|",
     ]
@@ -422,6 +428,8 @@ def render_table(r: Report) -> None:
         t.add_row(Text(term(b["bucket"])), str(b["claims"]), _pct(b["share"]))
     console.print(t)
     console.print(term(r.coverage_line), markup=False, highlight=False)
+    if r.skipped_line:
+        console.print(term(r.skipped_line), markup=False, highlight=False)
     f = Table(title="stage funnel (gold evidence)")
     for col in ("step", "claims", "of needed", "of previous"):
         f.add_column(col)

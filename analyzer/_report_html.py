@@ -7,11 +7,13 @@ says what each part shows.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 
+from citeline.instrumentation._labels import find_markers
+
+from ._buckets import COLORS, NOT_EVALUABLE
 from ._escape import html_text
-from ._report import COLORS, Report, _key, _pct
+from ._report import Report, _key, _pct
 from ._store import BUCKETS
 
 
@@ -219,6 +221,7 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 <h1>citeline run <code>{e(r.run_id)}</code></h1>
 <p>{r.total_claims} claims; run started {e(r.started_at)} UTC; page written {generated}.</p>
 <p id="coverage">{e(r.coverage_line)}.</p>
+{f'<p id="skipped-text">{e(r.skipped_line)}.</p>' if r.skipped_line else ""}
 {gates}
 <div class="grid">{bucket_chart}{funnel_chart}</div>
 <h2>Trend</h2>{_trend_chart(r)}
@@ -238,17 +241,16 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 """
 
 
-_MARKER = re.compile(r"\[\[[^\]]+\]\]|\[\d+(?:\s*,\s*\d+)*\]")
 _STEPS = ("retrieved", "in_context", "cited", "resolved", "rendered")
 _STEP_OF_STAGE = {"retrieval": 0, "context": 1, "generation": 2, "resolution": 3, "render": 4}
 
 
 def _highlight(answer: str) -> str:
-    """The answer, escaped, with its citation markers ([1], [[chunk-id]]) marked."""
+    """The answer, escaped, with its citations marked as the analyzer reads them (the label grammar)."""
     out, at = [], 0
-    for m in _MARKER.finditer(answer):
-        out += [html_text(answer[at : m.start()]), f"<mark class='marker'>{html_text(m.group(0))}</mark>"]
-        at = m.end()
+    for m in find_markers(answer):
+        out += [html_text(answer[at : m.start]), f"<mark class='marker'>{html_text(answer[m.start : m.end])}</mark>"]
+        at = m.end
     out.append(html_text(answer[at:]))
     return "".join(out)
 
@@ -271,7 +273,7 @@ def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str)
         states = [("pass" if d.get(f"evidence_{s}") else "fail") for s in _STEPS]
     else:
         states = ["na"] * len(_STEPS)
-    if f["bucket"] == "not_evaluable" and f["stage"] in _STEP_OF_STAGE:  # from the unreadable stage on: unknown
+    if f["bucket"] == NOT_EVALUABLE and f["stage"] in _STEP_OF_STAGE:  # from the unreadable stage on: unknown
         at = _STEP_OF_STAGE[f["stage"]]
         states = states[:at] + ["na"] * (len(_STEPS) - at)
     chain = "".join(f"<li class='{st}'>{s.replace('_', ' ')}</li>" for s, st in zip(_STEPS, states, strict=True))

@@ -36,6 +36,7 @@ class AnalysisResult:
     phoenix_url: str | None = None
     judge: dict[str, Any] = field(default_factory=dict)  # name, asked, cached, failed, and a model judge's usage
     warnings: list[str] = field(default_factory=list)  # usable but unconfirmed gold (draft cases)
+    skipped_text: dict[str, int] = field(default_factory=dict)  # text that is no claim, per kind (_policy)
     db: str | None = None
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
@@ -87,6 +88,12 @@ class AnalysisResult:
                 + (f" and {more} more" if more else "")
             )
         return lines
+
+    def skipped_text_line(self) -> str | None:
+        """The text of the answers that was no claim, per kind, in one line for people (None when none was)."""
+        if not self.skipped_text:
+            return None
+        return "not claims (counted, never judged): " + ", ".join(f"{n} {k}" for k, n in self.skipped_text.items())
 
     def failing(self, limit: int) -> pl.DataFrame:
         """The first ``limit`` claims not ``ok``, in the order of ``claims``."""
@@ -143,7 +150,7 @@ class AnalysisResult:
             f'"cases_without_trace": {dump(missing)}}}, '
         )
         out.write(f'"judge": {dump(self.judge)}, "skipped": {self.skipped}, "problems": {dump(self.problems())}, ')
-        out.write(f'"warnings": {dump(self.warnings)}, "cases": [')
+        out.write(f'"warnings": {dump(self.warnings)}, "skipped_text": {dump(self.skipped_text)}, "cases": [')
         first = True
         for trace_id, case_id, verdict in self._rows(
             "SELECT trace_id, case_id, verdict FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id", batch
@@ -189,6 +196,7 @@ class AnalysisResult:
             "skipped": self.skipped,
             "problems": self.problems(),
             "warnings": self.warnings,
+            "skipped_text": self.skipped_text,
             "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
             "claims": [self._link(c) for c in self.claims.select(*_CLAIM_KEYS).to_dicts()],
         }

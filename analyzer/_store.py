@@ -9,23 +9,14 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from . import _buckets
+
 DEFAULT_DB = "citeline.duckdb"
 SCHEMA_VERSIONS = ["1"]
-#: The buckets in repair order, most urgent first: the one definition. The store's
-#: bucket_order table, classify.sql (as a parameter), gates and reports all read it.
-BUCKETS = (
-    "access_violation",
-    "not_evaluable",
-    "invalid_citation",
-    "freshness",
-    "retrieval_miss",
-    "context_drop",
-    "grounding",
-    "uncited",
-    "attribution",
-    "resolution",
-    "ok",
-)
+#: The buckets in repair order, most urgent first: the one definition is the bucket table
+#: (_buckets.TABLE); the store's bucket_order and bucket_reasons tables, classify.sql, gates and
+#: reports all read it.
+BUCKETS = _buckets.BUCKETS
 STAGES = ("retrieval", "context", "generation", "resolution", "render")
 
 
@@ -112,11 +103,16 @@ def connect(
 
 
 def _sync_bucket_order(con: duckdb.DuckDBPyConnection) -> None:
-    """Make the store's bucket_order table say what BUCKETS says (older stores lack new buckets)."""
-    stored = con.execute("SELECT bucket FROM bucket_order ORDER BY position").fetchall()
-    if [b for (b,) in stored] != list(BUCKETS):
+    """Make the store's bucket_order and bucket_reasons tables say what the bucket table says (an older store
+    lacks new buckets, flags, colours or reasons)."""
+    stored = con.execute("SELECT bucket, position, flag, color FROM bucket_order ORDER BY position").fetchall()
+    if [tuple(r) for r in stored] != _buckets.order_rows():
         con.execute("DELETE FROM bucket_order")
-        con.executemany("INSERT INTO bucket_order VALUES (?, ?)", [(b, i + 1) for i, b in enumerate(BUCKETS)])
+        con.executemany("INSERT INTO bucket_order VALUES (?, ?, ?, ?)", _buckets.order_rows())
+    reasons = con.execute("SELECT bucket, variant, stage, template FROM bucket_reasons ORDER BY rowid").fetchall()
+    if [tuple(r) for r in reasons] != _buckets.reason_rows():
+        con.execute("DELETE FROM bucket_reasons")
+        con.executemany("INSERT INTO bucket_reasons VALUES (?, ?, ?, ?)", _buckets.reason_rows())
 
 
 def columns_table(columns: dict[str, list[Any]], schema: dict[str, Any]) -> Any:

@@ -5,31 +5,23 @@ Most context steps return the prompt itself (a string, a LangChain
 chunk objects. Then the chunks handed to the step (or, failing those, the
 request's last retrieval) are looked up in the prompt text: a chunk whose
 text occurs in the prompt reached the model; its label is the one written
-just before it (``[2]``, ``Source 2:``, ``2.``), else its 1-based position
-among the chunks found. Frameworks are recognised by shape; none is imported.
+just before it (``[2]``, ``Source 2:``, ``2.``: the grammar of ``_labels``, the
+one the analyzer reads answers with), else its 1-based position among the
+chunks found. Frameworks are recognised by shape; none is imported.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._chunks import Columns, chunk_items, is_chunk_shaped, to_columns
+from ._labels import label_before
 
 #: a chunk longer than this counts as present when its first this-many characters are
 PREFIX_CHARS = 200
 #: how far before a chunk's text a label is looked for (characters, whitespace collapsed)
 LABEL_WINDOW = 80
-
-# "[2]", "[S2]", "【2】"; "Source 2", "Document #2", "passage 2"; "(2)"; a bare "2." / "2)" / "2:" just before
-_BRACKETED = re.compile(r"[\[【]\s*([^\[\]【】\s]{1,16})\s*[\]】]")
-_NAMED = re.compile(
-    r"\b(?:source|document|doc|passage|chunk|context|reference|ref|citation|excerpt|snippet)\s*(?:id\s*)?[#:]?\s*(\d{1,4})\b",
-    re.IGNORECASE,
-)
-_PARENS = re.compile(r"\(\s*(\d{1,4})\s*\)")
-_BARE = re.compile(r"(?:^|\s)(\d{1,4})\s*[.):]\s*$")
 
 
 def _norm(text: str) -> str:
@@ -104,17 +96,6 @@ def chunks_in_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Colum
     return to_columns(found)
 
 
-def _label_before(window: str) -> str | None:
-    # a label names a source, so it has a digit: "[n]" or "[k]" in a prompt's instructions is a
-    # placeholder, even when it stands just before the first chunk
-    bracketed = [b for b in _BRACKETED.findall(window) if any(c.isdigit() for c in b)]
-    named = bracketed or _NAMED.findall(window) or _PARENS.findall(window)
-    if named:
-        return str(named[-1])
-    bare = _BARE.search(window)
-    return bare.group(1) if bare else None
-
-
 def chunks_in_prompt(prompt: str, candidates: Columns) -> Columns:
     """The candidates whose text occurs in ``prompt``, in prompt order, each with its label."""
     text = _norm(prompt)
@@ -141,7 +122,7 @@ def chunks_in_prompt(prompt: str, candidates: Columns) -> Columns:
     prev_end = 0
     for n, (pos, end, _i) in enumerate(hits, start=1):
         window = text[max(prev_end, pos - LABEL_WINDOW) : pos]
-        labels.append(_label_before(window) or str(n))
+        labels.append(label_before(window) or str(n))
         prev_end = end
     order = [i for _pos, _end, i in hits]
     return Columns(

@@ -3,16 +3,17 @@
 --   per trace of an expect: abstain case -- and every factual generated claim that
 --   matches no gold claim. The evidence chain is walked in order:
 --   retrieved -> in context -> cited -> resolved -> rendered; the primary bucket is the
---   first flag in $bucket_order (most urgent repair first). A claim whose evidence chain
+--   first flag in repair order (most urgent repair first). A claim whose evidence chain
 --   cannot be read (a stage span with an adapter error and no usable sibling, or a judgment
 --   that is missing or not a known label) is not_evaluable: never the bucket of a
 --   component that did nothing wrong, never ok.
 -- Grain: one row per classified claim.
--- Parameters: $run_id (VARCHAR), $bucket_order (VARCHAR[]: the buckets most urgent first, from
---   BUCKETS in analyzer/_store.py), $labels (VARCHAR[]: the judge labels), $judge (VARCHAR: name@version).
--- Reads: t_traces, t_gold_claims, t_gold_chunks, t_gen_claims, t_match,
+-- Parameters: $run_id (VARCHAR), $labels (VARCHAR[]: the judge labels), $judge (VARCHAR: name@version).
+-- Reads: bucket_order (bucket, position, flag), bucket_reasons (bucket, variant, stage, template):
+--   the bucket table (analyzer/_buckets.py); t_traces, t_gold_claims, t_gold_chunks,
+--   t_gen_claims (with joins: gen_claims.sql), t_match,
 --   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
---   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (answer, abstains),
+--   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (trace_id, abstains),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
@@ -135,12 +136,19 @@ gold_rows AS (
     SELECT t.trace_id, t.case_id, '(abstain)', []::VARCHAR[][], NULL
     FROM t_traces AS t WHERE t.expect = 'abstain'
 ),
-unmatched_rows AS (
+answered AS (   -- generated claims some gold claim took: matched, or a clause of a matched whole sentence
+    SELECT trace_id, claim_idx FROM t_match
+    UNION
+    SELECT w.trace_id, unnest(w.joins) FROM t_match AS m
+    JOIN t_gen_claims AS w ON w.trace_id = m.trace_id AND w.claim_idx = m.claim_idx
+    WHERE len(w.joins) > 0
+),
+unmatched_rows AS (  -- a sentence cut into clauses is claimed by its clauses, never as a whole
     SELECT g.trace_id, t.case_id, NULL::VARCHAR AS gold_claim_id, []::VARCHAR[][] AS bundles, g.claim_idx
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
-    WHERE g.factual
-      AND NOT EXISTS (SELECT 1 FROM t_match AS m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)
+    WHERE g.factual AND len(g.joins) = 0
+      AND NOT EXISTS (SELECT 1 FROM answered AS m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)
 ),
 rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows
@@ -161,7 +169,7 @@ judged AS (
                AS bundle_cited
     FROM rows AS r
     JOIN t_traces AS t USING (trace_id)
-    LEFT JOIN t_abstain AS a ON a.answer = t.answer
+    LEFT JOIN t_abstain AS a ON a.trace_id = r.trace_id
     LEFT JOIN t_gen_claims AS g ON g.trace_id = r.trace_id AND g.claim_idx = r.claim_idx
     LEFT JOIN t_judged_gold AS jg
            ON r.gold_claim_id IS NOT NULL AND jg.case_id = r.case_id AND jg.claim_id = r.gold_claim_id AND jg.text = g.text
@@ -172,12 +180,12 @@ judged AS (
     LEFT JOIN t_human AS h
            ON h.trace_id = r.trace_id AND h.claim_key = coalesce(r.gold_claim_id, g.text)
 ),
--- 5. the flags, one column per bucket, in chain order
+-- 5. the flags, one column per bucket, in chain order (which bucket each raises: bucket_order.flag)
 flagged AS (
     SELECT j.*,
-           v.trace_id IS NOT NULL AND NOT v.principal_unknown AS f_access,
-           coalesce(v.principal_unknown, false) AS f_who,
-           dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids)) AS f_drift,
+           v.trace_id IS NOT NULL AND NOT v.principal_unknown AS is_restricted,
+           coalesce(v.principal_unknown, false) AS principal_unknown,
+           dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids)) AS is_drift,
            dr.what AS drift_what,
            -- a judgment this claim needs, and did not get in a known label
            ((j.gold_claim_id IS NOT NULL AND j.gold_claim_id <> '(abstain)' AND j.claim_idx IS NOT NULL)
@@ -185,30 +193,30 @@ flagged AS (
                AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)
                     OR j.support_label = 'not_applicable') AS no_judgment,
            -- (a label map read off an unobservable context says nothing about the markers)
-           len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS f_invalid,
-           s.what IS NOT NULL OR f_drift AS f_fresh,
-           j.has_bundles AND NOT j.bundle_retrieved AND j.retrieval_observed AS f_miss,
-           j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AND j.retrieval_observed AS f_drop,
+           len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS is_unknown_label,
+           s.what IS NOT NULL OR is_drift AS is_stale,
+           j.has_bundles AND NOT j.bundle_retrieved AND j.retrieval_observed AS is_unretrieved,
+           j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AND j.retrieval_observed AS is_dropped,
            -- no retrieval traced and the support is not in the context: missed or dropped, nobody can tell
-           j.has_bundles AND NOT j.bundle_in_context AND NOT j.retrieval_observed AS f_unseen,
-           CASE
+           j.has_bundles AND NOT j.bundle_in_context AND NOT j.retrieval_observed AS unseen,
+           coalesce(CASE
                WHEN j.gold_claim_id = '(abstain)' THEN NOT j.abstains
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NULL
                     OR j.support_label IN ('contradicted', 'insufficient')
                ELSE len(j.cited) > 0 AND j.support_label IN ('contradicted', 'insufficient')
-           END AS f_ground,
-           CASE
+           END, false) AS is_unsupported,
+           coalesce(CASE
                WHEN j.gold_claim_id = '(abstain)' THEN false
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NOT NULL AND j.support_label = 'entailed'
                     AND len(j.cited) = 0
                ELSE len(j.cited) = 0
-           END AS f_uncited,
-           j.gold_claim_id IS NOT NULL AND j.has_bundles AND j.claim_idx IS NOT NULL AND j.support_label = 'entailed'
-               AND len(j.cited) > 0
-               AND NOT j.bundle_cited AS f_attr,
-           coalesce(mr.res_bad, false) AS f_res,
-           coalesce(mr.ren_bad, false) AS f_ren,
-           v.stage AS access_stage, v.span_id AS access_span, v.chunks AS access_chunks,
+           END, false) AS is_unmarked,
+           coalesce(j.gold_claim_id IS NOT NULL AND j.has_bundles AND j.claim_idx IS NOT NULL
+               AND j.support_label = 'entailed' AND len(j.cited) > 0 AND NOT j.bundle_cited, false) AS is_misattributed,
+           coalesce(mr.res_bad, false) AS res_bad,
+           coalesce(mr.ren_bad, false) AS ren_bad,
+           res_bad OR ren_bad AS is_misresolved,
+           v.stage AS access_stage, v.chunks AS access_chunks,
            s.what AS stale_what, mr.res_what, mr.ren_what
     FROM judged AS j
     LEFT JOIN violations AS v USING (trace_id)
@@ -224,40 +232,84 @@ evaluable AS (
     SELECT f.*,
            -- (an unreadable context or generation leaves what the retrieval showed standing)
            -- (restricted chunks reached a request that names no principal: access cannot be decided)
-           f.f_who OR f.f_unseen
+           f.principal_unknown OR f.unseen
            OR coalesce(f.unreadable_stage = 'retrieval'
-                    OR (f.unreadable_stage = 'context' AND NOT f_miss)
-                    OR (f.unreadable_stage = 'generation' AND NOT (f_miss OR f_drop)), false)
+                    OR (f.unreadable_stage = 'context' AND NOT is_unretrieved)
+                    OR (f.unreadable_stage = 'generation' AND NOT (is_unretrieved OR is_dropped)), false)
            -- a missing judgment matters only when no earlier link, judged without it, already broke
-           OR coalesce(f.no_judgment AND NOT (f_invalid OR f_fresh OR f_miss OR f_drop), false)
+           OR coalesce(f.no_judgment AND NOT (is_unknown_label OR is_stale OR is_unretrieved OR is_dropped), false)
            OR coalesce(f.unreadable_stage IN ('resolution', 'render')
-                       AND NOT (f_invalid OR f_fresh OR f_miss OR f_drop OR coalesce(f_ground, false)
-                                OR coalesce(f_uncited, false) OR coalesce(f_attr, false)), false) AS f_noteval
+                       AND NOT (is_unknown_label OR is_stale OR is_unretrieved OR is_dropped OR is_unsupported
+                                OR is_unmarked OR is_misattributed), false) AS is_unobservable
     FROM flagged AS f
 ),
--- 7. every flag that is up; the first of them in repair order wins
-named AS (
-    SELECT e.*,
-           list_filter([
-               CASE WHEN f_access THEN 'access_violation' END,
-               CASE WHEN f_noteval THEN 'not_evaluable' END,
-               CASE WHEN f_invalid THEN 'invalid_citation' END,
-               CASE WHEN f_fresh THEN 'freshness' END,
-               CASE WHEN f_miss THEN 'retrieval_miss' END,
-               CASE WHEN f_drop THEN 'context_drop' END,
-               CASE WHEN f_ground THEN 'grounding' END,
-               CASE WHEN f_uncited THEN 'uncited' END,
-               CASE WHEN f_attr THEN 'attribution' END,
-               CASE WHEN f_res OR f_ren THEN 'resolution' END
-           ], lambda x: x IS NOT NULL) AS raised
+-- 7. every raised flag with the reason it gives, in any order: the bucket table (bucket_order,
+--    bucket_reasons: analyzer/_buckets.py) says which bucket a flag raises, the repair order, the
+--    stage each reason blames and its words. The last entry (flag '') is always there: the bucket of
+--    a claim nothing else flagged. (An entry is made only where its flag is up.)
+raised AS (
+    SELECT e.*, list_filter([
+        CASE WHEN is_restricted THEN {'flag': 'is_restricted', 'why': 'reached'} END,
+        CASE WHEN is_unobservable THEN {'flag': 'is_unobservable', 'why': CASE
+            WHEN principal_unknown THEN 'principal_unknown'
+            WHEN unseen THEN 'unseen'
+            WHEN no_judgment AND support_label IS NULL THEN 'no_verdict'
+            WHEN no_judgment AND support_label = 'not_applicable' THEN 'undecided'
+            WHEN no_judgment THEN 'unknown_label'
+            WHEN starts_with(coalesce(unreadable_error, ''), 'not observed: ')  -- a stage nobody traced
+                  OR starts_with(coalesce(unreadable_error, ''), 'not readable: ')  -- a JSON answer of no known shape
+                  THEN 'not_observed'
+            ELSE 'unreadable' END} END,
+        CASE WHEN is_unknown_label THEN {'flag': 'is_unknown_label', 'why': 'cites'} END,
+        CASE WHEN is_stale THEN {'flag': 'is_stale', 'why': CASE WHEN stale_what IS NOT NULL THEN 'stale' ELSE 'drift' END} END,
+        CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
+        CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
+        CASE WHEN is_unsupported THEN {'flag': 'is_unsupported', 'why': CASE
+            WHEN gold_claim_id = '(abstain)' THEN 'answered'
+            WHEN gold_claim_id IS NOT NULL AND claim_idx IS NULL THEN CASE WHEN abstains THEN 'abstained' ELSE 'left_out' END
+            ELSE 'judged' END} END,
+        CASE WHEN is_unmarked THEN {'flag': 'is_unmarked', 'why': 'no_marker'} END,
+        CASE WHEN is_misattributed THEN {'flag': 'is_misattributed', 'why': 'elsewhere'} END,
+        CASE WHEN is_misresolved THEN {'flag': 'is_misresolved', 'why': CASE WHEN res_bad THEN 'resolved' ELSE 'rendered' END} END,
+        {'flag': '', 'why': CASE
+            WHEN resolution_span IS NULL AND render_span IS NULL AND claim_idx IS NOT NULL AND len(cited) > 0
+                THEN 'untraced' ELSE 'checked' END}
+    ], lambda v: v IS NOT NULL) AS raised
     FROM evaluable AS e
 ),
+-- 8. the raised flags in repair order: the first is the claim's bucket; its reason's stage, span and words
+buckets AS (
+    SELECT map_from_entries(list({'key': flag, 'value': {'position': position, 'bucket': bucket}})) AS of_flag
+    FROM bucket_order
+),
+reasons AS (     -- each reason's words cut at its {details} once: literal parts, and the detail after each
+    SELECT map_from_entries(list({'key': bucket || '/' || variant,
+                                  'value': {'stage': stage,
+                                            'parts': regexp_split_to_array(template, '\{\w+\}'),
+                                            'details': regexp_extract_all(template, '\{(\w+)\}', 1)}})) AS of_key
+    FROM bucket_reasons
+),
 bucketed AS (
-    SELECT n.*,
-           list_filter($bucket_order, lambda b: list_contains(n.raised, b)) AS in_order,
-           coalesce(in_order[1], 'ok') AS bucket,
-           in_order || CASE WHEN n.f_drift THEN ['content_drift'] ELSE [] END AS flags
-    FROM named AS n
+    SELECT r.*,
+           list_sort(list_transform(r.raised, lambda v: {'position': b.of_flag[v.flag].position, 'flag': v.flag,
+                                                         'bucket': b.of_flag[v.flag].bucket, 'why': v.why})) AS in_order,
+           in_order[1].bucket AS bucket,
+           x.of_key[in_order[1].bucket || '/' || in_order[1].why] AS why,
+           CASE why['stage'] WHEN 'first_reached' THEN access_stage WHEN 'unreadable' THEN unreadable_stage
+                ELSE why['stage'] END AS stage,
+           list_transform(list_filter(in_order, lambda v: v.flag <> ''), lambda v: v.bucket)
+               || CASE WHEN r.is_drift THEN ['content_drift'] ELSE [] END AS flags,
+           CASE WHEN len(why['details']) = 0 THEN MAP {}::MAP(VARCHAR, VARCHAR) ELSE MAP {
+               'chunks': array_to_string(access_chunks, ', '), 'reached': access_stage,
+               'judge': $judge, 'label': support_label, 'labels': array_to_string($labels, ', '),
+               'rationale': coalesce(rationale, ''), 'given_rationale': coalesce(rationale, 'no reason given'),
+               'unreadable': unreadable_stage, 'error': coalesce(unreadable_error, 'adapter error'),
+               'invalid': array_to_string(invalid, ', '), 'stale': stale_what, 'drift': drift_what,
+               'bundles': array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'),
+                                          ' or '),
+               'cited': array_to_string(list_sort(cited), ', '), 'resolved': res_what, 'rendered': ren_what
+           } END AS detail
+    FROM raised AS r, buckets AS b, reasons AS x
 )
 SELECT
     $run_id AS run_id,
@@ -266,68 +318,17 @@ SELECT
     gold_claim_id,
     gen_text AS claim_text,
     bucket,
-    CASE bucket
-        WHEN 'access_violation' THEN access_stage
-        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN 'request' WHEN f_unseen THEN 'retrieval'
-                                       WHEN no_judgment THEN 'generation' ELSE unreadable_stage END
-        WHEN 'freshness' THEN 'retrieval'
-        WHEN 'retrieval_miss' THEN 'retrieval'
-        WHEN 'context_drop' THEN 'context'
-        WHEN 'resolution' THEN CASE WHEN f_res THEN 'resolution' ELSE 'render' END
-        WHEN 'ok' THEN NULL
-        ELSE 'generation'
-    END AS stage,
-    CASE bucket
-        WHEN 'access_violation' THEN access_span
-        WHEN 'not_evaluable' THEN CASE WHEN f_who THEN request_span WHEN f_unseen THEN request_span
-                                       WHEN no_judgment THEN generation_span ELSE unreadable_span END
-        WHEN 'freshness' THEN retrieval_span
-        WHEN 'retrieval_miss' THEN retrieval_span
-        WHEN 'context_drop' THEN context_span
-        WHEN 'resolution' THEN CASE WHEN f_res THEN resolution_span ELSE render_span END
-        WHEN 'ok' THEN NULL
-        ELSE generation_span
+    stage,
+    CASE WHEN why.stage = 'unreadable' THEN unreadable_span
+         ELSE CASE stage WHEN 'request' THEN request_span
+                         WHEN 'retrieval' THEN coalesce(retrieval_span, request_span)  -- (untraced: the root)
+                         WHEN 'context' THEN context_span WHEN 'generation' THEN generation_span
+                         WHEN 'resolution' THEN resolution_span WHEN 'render' THEN render_span END
     END AS span_id,
     flags,
-    CASE bucket
-        WHEN 'access_violation' THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
-        WHEN 'not_evaluable' THEN CASE
-             WHEN f_who THEN 'restricted ' || array_to_string(access_chunks, ', ') || ' reached ' || access_stage
-                  || ', and the request names no principal, so access cannot be checked: record '
-                  || 'request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)'
-             WHEN f_unseen THEN 'the retrieval stage is not observed: the support is not in the context, and no span '
-                  || 'shows whether it was retrieved (a miss) or dropped after (a drop); add @retrieval'
-             WHEN no_judgment AND support_label IS NULL THEN 'judge ' || $judge || ' gave no verdict for this claim'
-             WHEN no_judgment AND support_label = 'not_applicable' THEN 'judge ' || $judge || ' could not decide: '
-                  || coalesce(rationale, 'no reason given')
-             WHEN no_judgment THEN 'judge ' || $judge || ' answered ''' || support_label || ''', not one of '
-                  || array_to_string($labels, ', ')
-             WHEN starts_with(coalesce(unreadable_error, ''), 'not observed: ')  -- a stage nobody traced
-                  OR starts_with(coalesce(unreadable_error, ''), 'not readable: ')  -- a JSON answer of no known shape
-                  THEN 'the ' || unreadable_stage || ' stage is ' || unreadable_error
-             ELSE 'the ' || unreadable_stage || ' span could not be read ('
-                  || coalesce(unreadable_error, 'adapter error')
-                  || '); fix its adapter (to_chunks=) so the chain can be judged' END
-        WHEN 'invalid_citation' THEN 'cites ' || array_to_string(invalid, ', ') || ', which the model was not given'
-        WHEN 'freshness' THEN CASE WHEN stale_what IS NOT NULL THEN 'cites ' || stale_what
-             ELSE 'content drift: the index served ' || drift_what || ' (same id and version, other text)' END
-        WHEN 'retrieval_miss' THEN 'no support bundle was fully retrieved (needs one of '
-             || array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'), ' or ') || ')'
-        WHEN 'context_drop' THEN 'support was retrieved but not all of it reached the model'
-        WHEN 'grounding' THEN CASE
-             WHEN gold_claim_id = '(abstain)' THEN 'answered where it should abstain'
-             WHEN gold_claim_id IS NOT NULL AND claim_idx IS NULL THEN CASE WHEN abstains
-                  THEN 'abstained although the evidence was in context' ELSE 'required claim left out' END
-             ELSE support_label || ': ' || coalesce(rationale, '') END
-        WHEN 'uncited' THEN 'factual claim without a citation'
-        WHEN 'attribution' THEN 'right claim, but cites ' || array_to_string(list_sort(cited), ', ')
-             || ', which is no support bundle'
-        WHEN 'resolution' THEN coalesce(res_what, ren_what)
-        ELSE CASE
-             WHEN resolution_span IS NULL AND render_span IS NULL AND claim_idx IS NOT NULL AND len(cited) > 0
-                 THEN 'supported and cited as the gold set says; resolution and render were not traced '
-                      || '(add @resolution and @render to check the links the user got)'
-             ELSE 'supported, cited and resolved as the gold set says' END
+    CASE WHEN len(why.details) = 0 THEN why.parts[1]  -- words without details: most reasons, every ok
+         ELSE array_to_string(list_transform(range(1, len(why.parts) + 1),
+                                             lambda i: why.parts[i] || coalesce(detail[why.details[i]], '')), '')
     END AS reason,
     support_label,
     list_sort(cited) AS cited_chunks,
@@ -337,9 +338,9 @@ SELECT
     has_bundles AND bundle_retrieved AS evidence_retrieved,
     has_bundles AND bundle_in_context AS evidence_in_context,
     has_bundles AND bundle_cited AS evidence_cited,
-    has_bundles AND bundle_cited AND NOT f_res
+    has_bundles AND bundle_cited AND NOT res_bad
         AS evidence_resolved,
-    has_bundles AND bundle_cited AND NOT f_res AND NOT f_ren AS evidence_rendered,
+    has_bundles AND bundle_cited AND NOT res_bad AND NOT ren_bad AS evidence_rendered,
     -- citation counts, for the citation metrics
     len(cited) + len(invalid) AS n_citations,
     len(invalid) AS n_invalid,

@@ -1,16 +1,21 @@
 -- match_claims.sql: which generated claim answers which gold claim, per trace.
--- Purpose: deterministic matching. A gold claim takes the generated claim that
---   (1) cites one of its support or contradicting chunks, then (2) is lexically most
---   similar (word overlap that ignores numbers, so "60 days" still meets the "30 days"
---   claim it gets wrong), then (3) shares more of the gold claim's numbers, then
---   (4) comes first. One generated sentence may answer several gold claims.
---   Before (2): a sentence that cites another gold claim's evidence (and none of
---   this one's) and does not state all of this claim's numbers is about that other
---   claim; for this one it comes after every sentence that is not. Parallel
---   sentences ("Section 0 items ... 11 days. Section 1 items ... 12 days [2].")
---   differ in word overlap by a filler word or two, which must not hand a gold
---   claim to its neighbour. A gold claim without numbers keeps the plain order (a
---   right sentence citing the wrong chunk must still meet it: attribution).
+-- Purpose: deterministic matching. A gold claim takes, in this order of preference,
+--   (1) the generated claim that cites one of its support or contradicting chunks, unless
+--       the gold claim states numbers and that claim states none of them; then (2) a claim
+--       citing nothing of it, before (3) one that cites another gold claim's evidence (and
+--       none of this one's) without stating all of this claim's numbers: that one is about
+--       the other claim. Among equals: the most lexically similar (word overlap that ignores
+--       numbers, so "60 days" still meets the "30 days" claim it gets wrong), then the one
+--       sharing more of the gold claim's numbers, then the first.
+--   One generated claim may answer several gold claims, and a gold claim takes at most one.
+--   Parallel sentences ("Section 0 items ... 11 days. Section 1 items ... 12 days [2].")
+--   differ in word overlap by a filler word or two, which must not hand a gold claim to its
+--   neighbour (3). A chunk that supports several gold claims says nothing about which one a
+--   sentence citing it is about: "... 5 business days. A 15% fee applies [1]." must not take
+--   the 5-day claim from the right, uncited sentence before it (1). A gold claim without
+--   numbers keeps citing first (a right sentence citing the wrong chunk must still meet it:
+--   attribution). A sentence cut into clauses is a candidate whole as well (gen_claims.sql):
+--   a gold claim the clauses answer together takes the whole.
 -- Grain: one row per (trace, gold claim) that found a match.
 -- Parameters: $min_sim (DOUBLE), $min_shared_sim (DOUBLE, when a citation is shared).
 -- Reads: t_gen_claims, t_traces, t_gold_claims,
@@ -24,17 +29,21 @@ WITH gold AS (  -- each gold claim with the evidence of its case's other gold cl
 candidates AS (
     SELECT g.trace_id, t.case_id, gc.claim_id, g.claim_idx, s.sim, s.num_agree,
            any_in(g.cited, gc.evidence_ids) AS shares,
+           s.gold_has_numbers AND s.num_agree = 0 AS states_none,
            any_in(g.cited, gc.other_ids) AND s.gold_has_numbers AND s.num_agree < 1 AS about_other
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
     JOIN gold AS gc ON gc.case_id = t.case_id
     JOIN t_sim AS s ON s.case_id = t.case_id AND s.text = g.text AND s.claim_id = gc.claim_id
     WHERE g.factual
+),
+ranked AS (
+    SELECT *, CASE WHEN shares AND NOT states_none THEN 2 WHEN about_other THEN 0 ELSE 1 END AS preference
+    FROM candidates
+    WHERE sim >= $min_sim OR (shares AND sim >= $min_shared_sim)
 )
 SELECT trace_id, case_id, claim_id,
-       max_by(claim_idx, (CASE WHEN shares THEN 10 WHEN about_other THEN -10 ELSE 0 END)
-                         + sim + num_agree * 1e-3 - claim_idx * 1e-6)
+       arg_max(claim_idx, {'preference': preference, 'sim': sim, 'numbers': num_agree, 'earlier': -claim_idx})
            AS claim_idx
-FROM candidates
-WHERE sim >= $min_sim OR (shares AND sim >= $min_shared_sim)
+FROM ranked
 GROUP BY trace_id, case_id, claim_id

@@ -9,7 +9,8 @@
 --                         bundles and the claim was judged entailed; of a claim matching no gold claim,
 --                         when the judge found the claim entailed by what it cites. A contradicted
 --                         claim's citations are not aligned, whatever chunk they name
---   unsupported_answers = answered traces with at least one claim flagged grounding / answered traces
+--   unsupported_answers = answered traces with at least one claim flagged grounding (the bucket that
+--                         is_unsupported raises: bucket_order) / answered traces
 --   abstention_rate     = traces whose answer abstained / traces
 --   answer_coverage     = traces of expect: answer cases that answered / traces of expect: answer cases
 --   A metric with a zero denominator is 0.0.
@@ -25,7 +26,7 @@ traces AS (
     SELECT trace_id,
            bool_or(abstained) AS abstained,
            any_value(expect) AS expect,
-           bool_or(list_contains(flags, 'grounding')) AS grounded_badly
+           bool_or(list_contains(flags, (SELECT bucket FROM bucket_order WHERE flag = 'is_unsupported'))) AS grounded_badly
     FROM claims
     GROUP BY trace_id
 ),

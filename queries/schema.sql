@@ -4,9 +4,15 @@
 
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 
--- the buckets in repair order, most urgent first: verdicts and reports sort by it. Filled
--- (and kept up to date in older stores) from BUCKETS in analyzer/_store.py, the one definition.
+-- The bucket table (analyzer/_buckets.py, the one definition), written from there whenever a store
+-- is opened (and kept up to date in older stores). bucket_order: the buckets in repair order, most
+-- urgent first (verdicts and reports sort by it), each with the classify.sql flag that raises it and
+-- its report colour; bucket_reasons: each reason a bucket gives, the stage it blames and its words
+-- ({detail} filled by classify.sql).
 CREATE TABLE IF NOT EXISTS bucket_order (bucket VARCHAR PRIMARY KEY, position INTEGER NOT NULL);
+ALTER TABLE bucket_order ADD COLUMN IF NOT EXISTS flag VARCHAR;
+ALTER TABLE bucket_order ADD COLUMN IF NOT EXISTS color VARCHAR;
+CREATE TABLE IF NOT EXISTS bucket_reasons (bucket VARCHAR, variant VARCHAR, stage VARCHAR, template VARCHAR);
 
 -- The OTLP attribute helpers ingest_spans.sql reads values with; stored in the file so the
 -- query also runs in the duckdb CLI. `v` is an attribute value kept as JSON text.
@@ -156,6 +162,14 @@ CREATE TABLE IF NOT EXISTS unmatched_traces (
     trace_id VARCHAR,
     reason VARCHAR,
     candidates VARCHAR[]
+);
+
+-- text of a run's answers that is no claim (a greeting, a heading, a list number, a reference list, ...:
+-- analyzer/_policy.py names the kinds), counted per kind; a large run adds one row per kind and slice
+CREATE TABLE IF NOT EXISTS run_skipped_text (
+    run_id VARCHAR,
+    kind VARCHAR,
+    units BIGINT
 );
 
 -- coverage: one row per gold case no trace of the run answered

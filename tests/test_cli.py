@@ -50,7 +50,19 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"run_id", "summary", "coverage", "judge", "skipped", "problems", "warnings", "cases", "claims"}
+    assert set(out) == {
+        "run_id",
+        "summary",
+        "coverage",
+        "judge",
+        "skipped",
+        "problems",
+        "warnings",
+        "skipped_text",
+        "cases",
+        "claims",
+    }
+    assert out["skipped_text"] == {}  # these answers are all claims
     assert out["warnings"] == []  # the demo gold set has no draft cases
     assert out["judge"] == {"name": "rules@3", "asked": out["judge"]["asked"], "cached": 0, "failed": 0}
     assert out["judge"]["asked"] > 0

@@ -102,3 +102,22 @@ def test_a_neighbour_citing_another_claims_evidence_yields_to_the_sentence_stati
         ("Section 0 items may typically be returned within 16 days fully.", []),
     ]
     assert _match(gold, gen) == {"c0": 1, "c1": 0}
+
+
+def test_a_sentence_citing_a_chunk_every_claim_shares_yields_to_the_sentence_stating_the_claims_number() -> None:
+    """One chunk supports all three gold claims, and only the paragraph's last sentence cites it: citing it
+    says nothing about which claim a sentence is about, so the right, uncited sentences keep their claims
+    (uncited under the sentence policy) instead of losing them to the fee sentence (grounding)."""
+    gold = [
+        ("window", "Opened devices can be returned within 30 days.", ["all"]),
+        ("refund", "Refunds are paid within 5 business days.", ["all"]),
+        ("fee", "A 15% restocking fee applies after 14 days.", ["all"]),
+    ]
+    gen = [
+        ("Opened devices can be returned within 30 days.", []),
+        ("Refunds are paid within 5 business days.", []),
+        ("A 15% restocking fee applies after 14 days.", ["all"]),
+    ]
+    assert _match(gold, gen) == {"window": 0, "refund": 1, "fee": 2}
+    # a wrong number still meets its claim when nothing states the right one (grounding, not left out)
+    assert _match(gold[:1], [("Opened devices can be returned within 60 days.", ["all"])]) == {"window": 0}

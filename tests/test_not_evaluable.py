@@ -126,6 +126,9 @@ def test_an_older_store_learns_the_new_bucket_order(tmp_path: Path) -> None:
     con = duckdb.connect(str(db))  # make it look like a store from before not_evaluable and the marker
     con.execute("DELETE FROM meta WHERE key = 'citeline_store'")
     con.execute("DELETE FROM bucket_order")
+    con.execute("ALTER TABLE bucket_order DROP COLUMN flag")  # and from before the bucket table's columns
+    con.execute("ALTER TABLE bucket_order DROP COLUMN color")
+    con.execute("DROP TABLE bucket_reasons")
     con.execute("INSERT INTO bucket_order VALUES ('access_violation', 1), ('invalid_citation', 2), ('ok', 3)")
     con.close()
     connect(db).close()

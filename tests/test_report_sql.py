@@ -32,6 +32,7 @@ REPORTS = [
     "report_worst_cases",
     "report_failing_claims",
     "report_coverage",
+    "report_skipped_text",
     "latest_run",
 ]
 N = len(BUCKETS)
@@ -323,6 +324,7 @@ def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
     db = tmp_path / "plain.duckdb"
     con = new_store(db)
     every_bucket_run(con)
+    con.execute("INSERT INTO run_skipped_text VALUES ('r2', 'greeting', 1)")
     con.close()
     params = {
         "report_buckets": {"run_id": "r2"},
@@ -333,6 +335,7 @@ def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
         "report_worst_cases": {"run_id": "r2", "limit": 10},
         "report_failing_claims": {"run_id": "r2"},
         "report_coverage": {"run_id": "r2"},
+        "report_skipped_text": {"run_id": "r2"},
         "latest_run": {},
     }
     assert set(params) == set(REPORTS)
@@ -346,6 +349,16 @@ def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
         finally:
             plain.close()
         assert rows or name == "report_regressions", name
+
+
+def test_skipped_text_sums_a_runs_slices_per_kind(store: duckdb.DuckDBPyConnection) -> None:
+    """A large run adds one row per kind and slice; the report gives one row per kind, only of its run."""
+    assert run(store, "report_skipped_text", run_id="r1") == []
+    store.executemany(
+        "INSERT INTO run_skipped_text VALUES (?, ?, ?)",
+        [("r1", "meta", 2), ("r1", "greeting", 1), ("r1", "meta", 3), ("r0", "meta", 7)],
+    )
+    assert run(store, "report_skipped_text", run_id="r1") == [("greeting", 1), ("meta", 5)]
 
 
 def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
