@@ -1,0 +1,157 @@
+"""End-to-end analyzer time of this tree against another commit, on the same traces, in one run.
+
+    python bench/versions.py --ref REV [--n 100000] [--distinct] [--rounds 3] [--workdir DIR]
+
+The other commit is checked out in a temporary worktree and imported ahead of this
+tree (``PYTHONPATH`` onto a ``citeline/`` tree of symlinks, the layout the package
+installs as). Each round ingests and classifies the same trace files once with
+each tree, alternating which goes first, each phase in a fresh process
+(bench/analyzer.py's phases), so machine noise falls on both sides alike; the
+figures are medians and the ratio of medians, of wall time and of the CPU time
+the run's own processes used (which other processes on a shared machine move
+less). The two runs' claim rows are then compared (EXCEPT ALL both ways, as
+bench/same_buckets.py does) and the number of rows that differ is printed: a
+speed figure for an analyzer that changed buckets says so beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PACKAGES = ("instrumentation", "analyzer", "queries", "examples")
+
+
+def _tree_of(rev: str, into: Path) -> Path:
+    """A worktree of ``rev`` under ``into`` and a ``citeline/`` symlink tree over it; returns the tree's root."""
+    checkout = into / "checkout"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(checkout), rev],
+        check=True,
+    )
+    pkg = into / "path" / "citeline"
+    pkg.mkdir(parents=True)
+    for name in PACKAGES:
+        (pkg / name).symlink_to(checkout / name)
+    return into / "path"
+
+
+def _run(side: str, path: str | None, db: Path, traces: Path, gold: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(HERE))
+    import analyzer as bench
+
+    env_path = os.environ.get("PYTHONPATH")
+    try:
+        if path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = path
+        db.unlink(missing_ok=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ing = bench._timed(bench.INGEST.format(db=str(db), traces=str(traces)))
+        cls = bench._timed(bench.CLASSIFY.format(db=str(db), gold=str(gold)))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        if env_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = env_path
+    total = ing["seconds"] + cls["seconds"]
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # its own processes, workers too
+    other = ing["other_cpu_s"] + cls["other_cpu_s"]
+    print(
+        f"  {side:5} ingest {ing['seconds']:6.1f} s  classify {cls['seconds']:6.1f} s  end to end {total:6.1f} s  "
+        f"CPU {cpu:6.1f} s ({cls['claims']:,} claims; other processes {other:.0f} s CPU)",
+        flush=True,
+    )
+    return {"total": total, "cpu": cpu, "ingest": ing["seconds"], "classify": cls["seconds"], "phases": cls["phases"]}
+
+
+def _which(path: str | None) -> str:
+    env = {**os.environ, "PYTHONPATH": path} if path else {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import citeline.analyzer as a; print(a.__file__)"
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _differing_rows(a: Path, b: Path) -> int:
+    import duckdb
+
+    sys.path.insert(0, str(HERE))
+    from same_buckets import COLUMNS
+
+    con = duckdb.connect()
+    con.execute("ATTACH ? AS a (READ_ONLY)", [str(a)])
+    con.execute("ATTACH ? AS b (READ_ONLY)", [str(b)])
+    latest = "WHERE run_id = (SELECT max(run_id) FROM {s}.runs)"
+    sel = {s: f"SELECT {COLUMNS} FROM {s}.claim_results " + latest.format(s=s) for s in ("a", "b")}
+    rows = con.execute(
+        f"SELECT (SELECT count(*) FROM ({sel['a']} EXCEPT ALL {sel['b']})) "
+        f"+ (SELECT count(*) FROM ({sel['b']} EXCEPT ALL {sel['a']}))"
+    ).fetchone()
+    return int(rows[0]) if rows else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ref", required=True, help="the commit to compare with (e.g. main before a change)")
+    parser.add_argument("--n", type=int, default=100_000, help="synthetic traces (default 100,000)")
+    parser.add_argument("--distinct", action="store_true", help="every answer worded differently (bench/synth.py)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workdir", help="keep generated traces here (default: a temp dir)")
+    args = parser.parse_args()
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-versions-"))
+    work.mkdir(parents=True, exist_ok=True)
+    traces, gold = work / "traces", work / "gold.json"
+    sys.path.insert(0, str(HERE))
+    import synth
+
+    if not traces.exists():
+        synth.write_traces(traces, args.n, distinct=args.distinct)
+        synth.gold(gold)
+    ref_dir = Path(tempfile.mkdtemp(prefix="citeline-ref-"))
+    ref_path = str(_tree_of(args.ref, ref_dir))
+    try:
+        print(f"this tree: {_which(None)}")
+        print(f"ref {args.ref}: {_which(ref_path)}")
+        sides: dict[str, list[dict[str, Any]]] = {"ref": [], "this": []}
+        for n in range(args.rounds):
+            print(f"round {n + 1}", flush=True)
+            order = [("ref", ref_path), ("this", None)]
+            for side, path in order if n % 2 == 0 else order[::-1]:
+                sides[side].append(_run(side, path, work / f"{side}.duckdb", traces, gold))
+        med = {s: statistics.median(r["total"] for r in runs) for s, runs in sides.items()}
+        cpu = {s: statistics.median(r["cpu"] for r in runs) for s, runs in sides.items()}
+        phases = sorted({p for r in sides["this"] + sides["ref"] for p in r["phases"]}, key=str)
+        print(f"traces: {args.n:,}{' distinct answers' if args.distinct else ''}; medians of {args.rounds}")
+        for p in phases:
+            a = statistics.median(r["phases"].get(p, 0.0) for r in sides["ref"])
+            b = statistics.median(r["phases"].get(p, 0.0) for r in sides["this"])
+            print(f"  {p:45} ref {a:6.1f} s  this {b:6.1f} s")
+        print(f"end to end: ref {med['ref']:.1f} s, this {med['this']:.1f} s -> {med['this'] / med['ref']:.3f}x")
+        print(
+            f"CPU of its own processes and workers: ref {cpu['ref']:.1f} s, this {cpu['this']:.1f} s -> "
+            f"{cpu['this'] / cpu['ref']:.3f}x (moved less than wall time by other processes)"
+        )
+        print(
+            f"claim rows that differ between the two runs: {_differing_rows(work / 'ref.duckdb', work / 'this.duckdb')}"
+        )
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(ref_dir / "checkout")], check=False
+        )
+
+
+if __name__ == "__main__":
+    main()
