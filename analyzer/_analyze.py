@@ -153,7 +153,6 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
 
 def split_answers(
     answers: Sequence[str],
-    structured: frozenset[str],
     phrases: Sequence[str],
     policies: Sequence[Policy] | None = None,
     ids: Sequence[int] | None = None,
@@ -190,7 +189,7 @@ def split_answers(
             cols["skipped_units"].append(units)
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
-        abstains.append(answer not in structured and has_phrase and not cited_factual)
+        abstains.append(has_phrase and not cited_factual)  # a structured answer's own say wins (per trace)
     cols["abstains"] = abstains
     return cols
 
@@ -202,10 +201,7 @@ PARALLEL_ANSWERS = 20_000
 def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], settings: dict[str, Any]) -> None:
     """Split every distinct prose answer once per policy it is split by; decide abstention once per answer."""
     answers, policies = splitting.split_keys(con, **settings)  # t_split_keys: each trace's split of its answer
-    structured = frozenset(
-        r[0] for r in con.execute("SELECT DISTINCT answer FROM t_traces WHERE answer_format = 'structured'").fetchall()
-    )
-    cols = _split_everywhere(answers, structured, phrases, policies)
+    cols = _split_everywhere(answers, phrases, policies)
     abstains = cols.pop("abstains")
     register_frame(
         con,
@@ -238,12 +234,12 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], setti
 
 
 def _split_everywhere(
-    answers: list[str], structured: frozenset[str], phrases: Sequence[str], policies: list[Policy] | None = None
+    answers: list[str], phrases: Sequence[str], policies: list[Policy] | None = None
 ) -> dict[str, list[Any]]:
     """split_answers over every core for a large run; the same columns, in the same order."""
     workers = _workers.cores()
     if len(answers) < PARALLEL_ANSWERS or workers < 2:
-        return split_answers(answers, structured, phrases, policies)
+        return split_answers(answers, phrases, policies)
     size = -(-len(answers) // (workers * 4))
     starts = range(0, len(answers), size)
     parts = [answers[i : i + size] for i in starts]
@@ -251,7 +247,7 @@ def _split_everywhere(
     ids = [range(i, min(i + size, len(answers))) for i in starts]
     with _workers.pool(workers) as pool:
         n = len(parts)
-        done = list(pool.map(split_answers, parts, [structured] * n, [tuple(phrases)] * n, rules, ids))
+        done = list(pool.map(split_answers, parts, [tuple(phrases)] * n, rules, ids))
     return {k: [x for d in done for x in d[k]] for k in done[0]}
 
 

@@ -60,7 +60,7 @@ def _claims(answer: str, support_of: Any) -> list[dict[str, Any]]:
     claim's chunk ids from the markers it carries."""
     from ._analyze import DEFAULT_ABSTAIN_PHRASES, split_answers
 
-    split = split_answers([answer], frozenset(), DEFAULT_ABSTAIN_PHRASES)
+    split = split_answers([answer], DEFAULT_ABSTAIN_PHRASES)
     out: list[dict[str, Any]] = []
     for text, labels, factual, joins in zip(
         split["text"], split["labels"], split["factual"], split["joins"], strict=True

@@ -59,7 +59,10 @@ def split_keys(
 
 
 def abstentions(con: duckdb.DuckDBPyConnection, abstains: list[bool]) -> None:
-    """t_abstain (trace_id, abstains): whether each trace's answer abstains (``abstains[split_id]``)."""
+    """t_abstain (trace_id, abstains): whether each trace's prose answer abstains (``abstains[split_id]``).
+
+    Decided per trace: a structured answer says whether it abstained (``abstained``), so its split's
+    phrases say nothing for it, and nothing for a prose answer of the same words either."""
     register_frame(
         con,
         "t_split_abstain",
@@ -69,7 +72,7 @@ def abstentions(con: duckdb.DuckDBPyConnection, abstains: list[bool]) -> None:
         ),
     )
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE t_abstain AS SELECT k.trace_id, a.abstains "
+        "CREATE OR REPLACE TEMP TABLE t_abstain AS SELECT k.trace_id, a.abstains AND k.prose AS abstains "
         "FROM t_split_keys AS k JOIN t_split_abstain AS a USING (split_id)"
     )
 

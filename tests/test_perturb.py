@@ -297,11 +297,6 @@ def test_a_streaming_stage_is_not_perturbed_and_the_cell_says_why() -> None:
     assert {s: v.verdict for s, v in r.stages.items()} == {"generation": "not tested"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzer: abstention is decided per answer text, and a structured answer with the same text as a "
-    "prose abstention marks every such prose answer as structured (not an abstention); found by the harness",
-)
 def test_a_prose_abstention_stays_one_when_a_structured_answer_says_the_same_words(citeline) -> None:  # type: ignore[no-untyped-def]
     from citeline.examples.perturb_apps import ABSTAIN
     from citeline.examples.policy_bot import PolicyBot
