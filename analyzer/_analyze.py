@@ -26,6 +26,7 @@ from ._claims import skipped_kinds, split_answer
 from ._gold import GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, not_trace_file, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
+from ._lake import is_url
 from ._policy import DEFAULT_POLICY, Policy, attach_policy, exempt_kinds
 from ._result import AnalysisResult
 from ._store import BUCKETS, DEFAULT_DB, SCHEMA_VERSIONS, columns_table, connect, register_frame, sql
@@ -287,7 +288,7 @@ class InputError(Exception):
 def _check_inputs(gold: GoldSet, gold_path: str | Path, traces: Sequence[str | Path] | None) -> None:
     if gold.unreadable is not None:
         raise InputError(f"{gold_path}: cannot read the gold set: {gold.unreadable}")
-    for p in map(Path, traces or ()):
+    for p in map(Path, (t for t in traces or () if not is_url(t))):  # object storage: listed when read
         if not p.exists():
             raise InputError(f"--traces {p}: no such file or folder; give the folder your app writes traces to")
         found = trace_files([p])
@@ -338,6 +339,12 @@ def analyze(
         run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         report = ingest(con, traces, progress=progress) if traces else IngestReport()
+        if traces and all(is_url(t) for t in traces) and not report.paths:
+            raise InputError(
+                "--traces: nothing readable in object storage: "
+                + "; ".join(str(p) for p in report.problems[:5])
+                + " (credentials come from the environment or profile: AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)"
+            )
         phase = on_phase or (lambda _name: None)
         human, label_errors = load_human_labels(labels)
         _gold_tables(con, gold_set)

@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import gzip
 import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from pathlib import Path
 import duckdb
 import orjson
 
-from . import _streaming
+from . import _lake, _streaming
 from ._store import SCHEMA_VERSIONS, run
 from ._streaming import MAX_LINE_BYTES, TooLarge, measure
 
@@ -290,7 +291,30 @@ def ingest(
     *,
     progress: Callable[[int, int], None] | None = None,
 ) -> IngestReport:
-    """Read trace files into ``spans``; returns what was read and what was skipped."""
+    """Read trace files into ``spans``; returns what was read and what was skipped.
+
+    A path may be a file, a folder (every trace file under it), or an object-storage URL
+    (``s3://bucket/prefix/``: every trace file under it, copied to a temporary folder first and
+    recorded by its URL; analyzer/_lake.py)."""
+    paths = list(paths)
+    remote = [str(p) for p in paths if _lake.is_url(p)]
+    if not remote:
+        return _ingest_files(con, paths, progress, None)
+    local = [p for p in paths if not _lake.is_url(p)]
+    held = con.execute("SELECT path, size FROM ingested_files").fetchall()
+    known = {(str(path), int(size)) for path, size in held}
+    with tempfile.TemporaryDirectory(prefix="citeline-lake-") as tmp:
+        spool = _lake.fetch(remote, Path(tmp), PATTERNS, known)
+        report = _ingest_files(con, [*local, *spool.files], progress, spool)
+    return report
+
+
+def _ingest_files(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    progress: Callable[[int, int], None] | None,
+    spool: _lake.Spool | None,
+) -> IngestReport:
     report = IngestReport()
     files = trace_files(paths)
     report.paths = [str(f) for f in files]
@@ -369,8 +393,32 @@ def ingest(
         if progress:
             progress(done, total)
     con.execute("DROP TABLE IF EXISTS t_batch")
+    if spool is not None:
+        _by_url(con, report, spool)
     report.skipped = sum(p.skipped for p in report.problems)  # one count, the same as the lines that say so
     return report
+
+
+def _by_url(con: duckdb.DuckDBPyConnection, report: IngestReport, spool: _lake.Spool) -> None:
+    """Objects copied from object storage are recorded by their URL, not by the temporary copy's path."""
+    for url, why in spool.problems:
+        report.problems.append(Problem(url, "-", "-", f"{why}; skipped"))
+    report.files_skipped_unchanged += len(spool.unchanged)
+    report.paths = sorted({*(spool.url(p) for p in report.paths), *spool.unchanged})
+    for i, p in enumerate(report.problems):
+        message = p.message
+        if spool.root and spool.root in message:  # a reader's error quoting the copy's path
+            for local, url in spool.url_of.items():
+                message = message.replace(local, url)
+        if p.source in spool.url_of or message != p.message:
+            report.problems[i] = Problem(spool.url(p.source), p.place, p.field, message, p.skipped)
+    if not spool.url_of:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE t_spooled (local VARCHAR, url VARCHAR)")
+    con.executemany("INSERT INTO t_spooled VALUES (?, ?)", list(spool.url_of.items()))
+    for table, column in (("spans", "source_file"), ("file_traces", "source_file"), ("ingested_files", "path")):
+        con.execute(f"UPDATE {table} SET {column} = s.url FROM t_spooled AS s WHERE {table}.{column} = s.local")
+    con.execute("DROP TABLE t_spooled")
 
 
 def _one_by_one(con: duckdb.DuckDBPyConnection, batch: list[Path], exc: Exception, report: IngestReport) -> list[Path]:
