@@ -379,6 +379,8 @@ def analyze(
             _span_chunks(con, run_id, oi_stats)
             _content_drift(con)
             con.execute(sql("restricted_by_content"))
+            con.execute(sql("recorded_acl"))  # ACLs the app's index recorded, and what the page showed
+            con.execute(sql("render_shown"))
             phase("splitting answers into claims" + of)
             _answer_tables(con, phrases, split_settings)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))

@@ -18,7 +18,9 @@
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
 --   t_trace_drift (trace_id, chunk_id, served_hash, gold_hash: content_drift.sql),
---   t_restricted_alias (trace_id, chunk_id, gold_chunk_id, acl: restricted_by_content.sql).
+--   t_restricted_alias (trace_id, chunk_id, gold_chunk_id, acl: restricted_by_content.sql),
+--   t_recorded_acl (trace_id, chunk_id, acl: recorded_acl.sql), t_shown (trace_id, render_span, chunk_id,
+--   what: render_shown.sql).
 WITH
 -- 1. every chunk each stage exposed, in chain order
 res_rows AS (
@@ -41,40 +43,58 @@ ren_rows AS (    -- rendered links, ids recovered from the uri where the corpus 
 restricted AS (   -- chunks with an ACL; a trace that touched none needs no unnesting
     SELECT coalesce(list(chunk_id), []) AS ids FROM t_gold_chunks WHERE acl IS NOT NULL
 ),
-touched AS (      -- ... by id, or by serving a restricted text under another id (t_restricted_alias)
+touched AS (      -- ... by id, by serving a restricted text under another id (t_restricted_alias), or
+    -- chunks the app's index recorded an ACL for (t_recorded_acl)
     SELECT t.* FROM t_traces AS t, restricted AS r
     WHERE list_has_any(t.retrieved, r.ids) OR list_has_any(t.context, r.ids)
        OR t.trace_id IN (SELECT trace_id FROM t_restricted_alias)
+       OR t.trace_id IN (SELECT trace_id FROM t_recorded_acl)
 ),
-exposure AS (
-    SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id
+exposure AS (     -- (what: for the page, what it showed of the chunk: its title, preview, link)
+    SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id,
+           NULL::VARCHAR[] AS what
     FROM touched
     UNION ALL
-    SELECT trace_id, 2, 'context', context_span, unnest(context) FROM touched
+    SELECT trace_id, 2, 'context', context_span, unnest(context), NULL FROM touched
     UNION ALL
-    SELECT g.trace_id, 3, 'generation', t.generation_span, unnest(g.cited)
+    SELECT g.trace_id, 3, 'generation', t.generation_span, unnest(g.cited), NULL
     FROM t_gen_claims AS g JOIN t_traces AS t USING (trace_id)
     UNION ALL
-    SELECT trace_id, 5, 'render', render_span, chunk_id FROM ren_rows
+    SELECT trace_id, 5, 'render', render_span, chunk_id, what FROM t_shown  -- render_shown.sql
 ),
-exposed_acl AS (  -- each exposed chunk with its ACL: its gold entry's, or that of the restricted text it holds
+exposed_acl AS (  -- each exposed chunk with its ACL: its gold entry's, that of the restricted text it holds,
+    -- or the one the app's index recorded with it, from the context on (the index returned the chunk with
+    -- its ACL for the app to trim by; it leaks when it goes further)
     SELECT e.*, c.acl, c.chunk_id AS shown
     FROM exposure AS e JOIN t_gold_chunks AS c ON c.chunk_id = e.chunk_id AND c.acl IS NOT NULL
     UNION ALL
     SELECT e.*, a.acl, a.chunk_id || ' (the text of ' || a.gold_chunk_id || ')'
     FROM exposure AS e JOIN t_restricted_alias AS a ON a.trace_id = e.trace_id AND a.chunk_id = e.chunk_id
+    UNION ALL
+    SELECT e.*, a.acl, e.chunk_id
+    FROM exposure AS e JOIN t_recorded_acl AS a ON a.trace_id = e.trace_id AND a.chunk_id = e.chunk_id
+    WHERE e.stage_no >= 2
 ),
-violations AS (  -- 2. access: anything outside the principal's ACL, at the first stage it reached.
-    -- A request that names no principal cannot be checked: principal_unknown (not_evaluable)
-    SELECT e.trace_id,
-           min_by(e.stage, e.stage_no) AS stage,
-           min_by(e.span_id, e.stage_no) AS span_id,
-           list_sort(list_distinct(list(e.shown))) AS chunks,
+violating AS (   -- 2. access: anything outside the principal's ACL, each at the first stage it reached
+    SELECT e.trace_id, e.shown,
+           min(e.stage_no) AS first_no, min_by(e.stage, e.stage_no) AS stage, min_by(e.span_id, e.stage_no) AS span_id,
+           list_sort(list_distinct(flatten(list(coalesce(e.what, []))))) AS what,
            bool_or(t.principal_groups IS NULL) AS principal_unknown
     FROM exposed_acl AS e
     JOIN t_traces AS t USING (trace_id)
     WHERE t.principal_groups IS NULL OR NOT list_has_any(e.acl, t.principal_groups)
-    GROUP BY e.trace_id
+    GROUP BY e.trace_id, e.shown
+),
+violations AS (  -- ... and the trace at the first stage anything reached; a chunk only the page showed
+    -- names what it showed. A request that names no principal cannot be checked: principal_unknown
+    SELECT trace_id,
+           min_by(stage, first_no) AS stage,
+           min_by(span_id, first_no) AS span_id,
+           list_sort(list(CASE WHEN first_no = 5 THEN shown || ' (its ' || array_to_string(what, ', ') || ' shown)'
+                               ELSE shown END)) AS chunks,
+           bool_or(principal_unknown) AS principal_unknown
+    FROM violating
+    GROUP BY trace_id
 ),
 stale AS (       -- 3. freshness: cited chunks not in force at as_of
     SELECT g.trace_id, g.claim_idx,
