@@ -23,7 +23,7 @@ from . import _splitting as splitting
 from . import _structured as structured
 from . import _workers, judges
 from ._claims import skipped_kinds, split_answer
-from ._gold import GoldError, GoldSet, load_gold, normalise_question
+from ._gold import AUTHORITY, GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, not_trace_file, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._policy import DEFAULT_POLICY, Policy, attach_policy, exempt_kinds
@@ -84,6 +84,9 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
                 "effective_to": c.effective_to,
                 "acl": c.acl,
                 "content_hash": content_hash(c.text) if c.text else "",
+                # 1 primary, 2 secondary, 3 untrusted (_gold.AUTHORITY); NULL: not rated
+                "authority_rank": AUTHORITY.index(c.authority) + 1 if c.authority else None,
+                "untrusted": c.authority == AUTHORITY[-1],
             }
             for c in gold.corpus.values()
         ],
@@ -99,6 +102,8 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
             "effective_to": pl.Date,
             "acl": pl.List(pl.Utf8),
             "content_hash": pl.Utf8,
+            "authority_rank": pl.Int32,
+            "untrusted": pl.Boolean,
         },
     )
     cases = pl.DataFrame(
@@ -110,6 +115,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
                 "expect": c.expect,
                 "principal_groups": c.principal_groups,
                 "attach": c.attach,
+                "require_rank": AUTHORITY.index(c.require_authority) + 1 if c.require_authority else None,
             }
             for c in gold.cases.values()
         ],
@@ -120,6 +126,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
             "expect": pl.Utf8,
             "principal_groups": pl.List(pl.Utf8),
             "attach": pl.Utf8,
+            "require_rank": pl.Int32,
         },
     )
     claims = pl.DataFrame(

@@ -93,10 +93,18 @@ TABLE: Final = (
     ),
     Bucket(
         INVALID_CITATION,
-        "is_unknown_label",
+        "is_miscited",
         "#c2410c",
-        "generation output contract",
-        (Reason("cites", "generation", "cites {invalid}, which the model was not given"),),
+        "generation output contract, source curation",
+        (
+            Reason("cites", "generation", "cites {invalid}, which the model was not given"),
+            Reason(
+                "untrusted",
+                "generation",
+                "cites {untrusted}, which the gold corpus marks untrusted (authority: untrusted): a source "
+                "never to be cited",
+            ),
+        ),
     ),
     Bucket(
         FRESHNESS,

@@ -139,6 +139,15 @@ mis_resolved AS (
     FROM label_checks
     GROUP BY trace_id, claim_idx
 ),
+rated AS (       -- 3c. source quality: the authority of each cited chunk the gold corpus rates
+    SELECT g.trace_id, g.claim_idx,
+           map_from_entries(list({'key': c.chunk_id, 'value': c.authority_rank})) AS rank_of,
+           list_sort(list(c.chunk_id) FILTER (WHERE c.untrusted)) AS untrusted
+    FROM (SELECT DISTINCT trace_id, claim_idx, chunk_id
+          FROM (SELECT trace_id, claim_idx, unnest(cited) AS chunk_id FROM t_gen_claims)) AS g
+    JOIN t_gold_chunks AS c ON c.chunk_id = g.chunk_id AND c.authority_rank IS NOT NULL
+    GROUP BY g.trace_id, g.claim_idx
+),
 drifted AS (     -- 3b. freshness too: the index served another text under a gold id and version
     SELECT trace_id, list(chunk_id) AS ids,
            string_agg(chunk_id || ' with content hash ' || served_hash || ' where the gold corpus has ' || gold_hash,
@@ -174,7 +183,7 @@ rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows
 ),
 judged AS (
-    SELECT r.*, t.expect, t.retrieved, t.context, t.as_of, t.started_at,
+    SELECT r.*, t.expect, t.require_rank, t.retrieved, t.context, t.as_of, t.started_at,
            t.request_span, t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
            t.unreadable_stage, t.unreadable_span, t.unreadable_error, t.retrieval_observed,
            coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
@@ -214,6 +223,17 @@ flagged AS (
                     OR j.support_label = 'not_applicable') AS no_judgment,
            -- (a label map read off an unobservable context says nothing about the markers)
            len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS is_unknown_label,
+           -- a source the gold corpus marks untrusted (a forum post, a poisoned snippet) is never to be cited
+           coalesce(len(ra.untrusted), 0) > 0 AS cites_untrusted,
+           is_unknown_label OR cites_untrusted AS is_miscited,
+           -- the claim's support (what it cites of its bundles; unmatched: what it cites) is all rated
+           -- below the least authority its case requires (a chunk not rated meets any requirement)
+           coalesce(j.require_rank IS NOT NULL AND j.support_label = 'entailed'
+               AND len(list_filter(j.cited, lambda c: j.gold_claim_id IS NULL
+                                                      OR list_contains(flatten(j.bundles), c))) > 0
+               AND list_bool_and(list_transform(
+                       list_filter(j.cited, lambda c: j.gold_claim_id IS NULL OR list_contains(flatten(j.bundles), c)),
+                       lambda c: coalesce(ra.rank_of[c], 0) > j.require_rank)), false) AS is_low_authority,
            s.what IS NOT NULL OR is_drift AS is_stale,
            j.has_bundles AND NOT j.bundle_retrieved AND j.retrieval_observed AS is_unretrieved,
            j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AND j.retrieval_observed AS is_dropped,
@@ -237,10 +257,11 @@ flagged AS (
            coalesce(mr.ren_bad, false) AS ren_bad,
            res_bad OR ren_bad AS is_misresolved,
            v.stage AS access_stage, v.chunks AS access_chunks,
-           s.what AS stale_what, mr.res_what, mr.ren_what
+           s.what AS stale_what, mr.res_what, mr.ren_what, ra.untrusted AS untrusted_cited
     FROM judged AS j
     LEFT JOIN violations AS v USING (trace_id)
     LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
+    LEFT JOIN rated AS ra ON ra.trace_id = j.trace_id AND ra.claim_idx = j.claim_idx
     LEFT JOIN drifted AS dr ON dr.trace_id = j.trace_id
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
 ),
@@ -257,9 +278,9 @@ evaluable AS (
                     OR (f.unreadable_stage = 'context' AND NOT is_unretrieved)
                     OR (f.unreadable_stage = 'generation' AND NOT (is_unretrieved OR is_dropped)), false)
            -- a missing judgment matters only when no earlier link, judged without it, already broke
-           OR coalesce(f.no_judgment AND NOT (is_unknown_label OR is_stale OR is_unretrieved OR is_dropped), false)
+           OR coalesce(f.no_judgment AND NOT (is_miscited OR is_stale OR is_unretrieved OR is_dropped), false)
            OR coalesce(f.unreadable_stage IN ('resolution', 'render')
-                       AND NOT (is_unknown_label OR is_stale OR is_unretrieved OR is_dropped OR is_unsupported
+                       AND NOT (is_miscited OR is_stale OR is_unretrieved OR is_dropped OR is_unsupported
                                 OR is_unmarked OR is_misattributed), false) AS is_unobservable
     FROM flagged AS f
 ),
@@ -280,7 +301,9 @@ raised AS (
                   OR starts_with(coalesce(unreadable_error, ''), 'not readable: ')  -- a JSON answer of no known shape
                   THEN 'not_observed'
             ELSE 'unreadable' END} END,
-        CASE WHEN is_unknown_label THEN {'flag': 'is_unknown_label', 'why': 'cites'} END,
+        CASE WHEN is_miscited THEN {'flag': 'is_miscited', 'why': CASE
+            WHEN is_unknown_label THEN 'cites'
+            ELSE 'untrusted' END} END,
         CASE WHEN is_stale THEN {'flag': 'is_stale', 'why': CASE WHEN stale_what IS NOT NULL THEN 'stale' ELSE 'drift' END} END,
         CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
         CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
@@ -318,13 +341,15 @@ bucketed AS (
            CASE why['stage'] WHEN 'first_reached' THEN access_stage WHEN 'unreadable' THEN unreadable_stage
                 ELSE why['stage'] END AS stage,
            list_transform(list_filter(in_order, lambda v: v.flag <> ''), lambda v: v.bucket)
-               || CASE WHEN r.is_drift THEN ['content_drift'] ELSE [] END AS flags,
+               || CASE WHEN r.is_drift THEN ['content_drift'] ELSE [] END
+               || CASE WHEN r.is_low_authority THEN ['low_authority'] ELSE [] END AS flags,
            CASE WHEN len(why['details']) = 0 THEN MAP {}::MAP(VARCHAR, VARCHAR) ELSE MAP {
                'chunks': array_to_string(access_chunks, ', '), 'reached': access_stage,
                'judge': $judge, 'label': support_label, 'labels': array_to_string($labels, ', '),
                'rationale': coalesce(rationale, ''), 'given_rationale': coalesce(rationale, 'no reason given'),
                'unreadable': unreadable_stage, 'error': coalesce(unreadable_error, 'adapter error'),
-               'invalid': array_to_string(invalid, ', '), 'stale': stale_what, 'drift': drift_what,
+               'invalid': array_to_string(invalid, ', '), 'untrusted': array_to_string(untrusted_cited, ', '),
+               'stale': stale_what, 'drift': drift_what,
                'bundles': array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'),
                                           ' or '),
                'cited': array_to_string(list_sort(cited), ', '), 'resolved': res_what, 'rendered': ren_what

@@ -137,6 +137,7 @@ SELECT
     -- the first stage in chain order that has only unreadable spans: its claims are not_evaluable
     u.err.stage AS unreadable_stage, u.err.span AS unreadable_span, u.err.error AS unreadable_error,
     g.expect,
+    g.require_rank,  -- the least authority (1 primary, 2 secondary) the case's claims must rest on
     -- who asked, as the trace says: [] is a principal with no groups, NULL one the trace does not
     -- name (access is then not evaluable). Never the gold case's groups: a case describes the
     -- request it expects, not the one that was made
