@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from . import _locators as locators
 from . import _prompt_context as prompt_context
 from . import _source_openinference as openinference
 from . import _splitting as splitting
@@ -391,6 +392,7 @@ def analyze(
             phase("splitting answers into claims" + of)
             _answer_tables(con, phrases, split_settings)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
+            locators.invented(con)  # URLs, sections, pages and titles no supplied source has
             _similarity_table(con)
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE t_match AS " + _sql_text("match_claims"),

@@ -104,6 +104,17 @@ TABLE: Final = (
                 "cites {untrusted}, which the gold corpus marks untrusted (authority: untrusted): a source "
                 "never to be cited",
             ),
+            Reason(
+                "invented",
+                "generation",
+                "names {invented}, which no supplied source has (no retrieved chunk's uri, title or locator, "
+                "no gold corpus entry)",
+            ),
+            Reason(
+                "untrusted_link",
+                "generation",
+                "links {links}, which only {link_sources} gives, a source the gold corpus marks untrusted",
+            ),
         ),
     ),
     Bucket(

@@ -19,7 +19,8 @@
 --   t_human (trace_id, claim_key, label),
 --   t_trace_drift (trace_id, chunk_id, served_hash, gold_hash: content_drift.sql),
 --   t_restricted_alias (trace_id, chunk_id, gold_chunk_id, acl: restricted_by_content.sql),
---   t_recorded_acl (trace_id, chunk_id, acl: recorded_acl.sql), t_shown (trace_id, render_span, chunk_id,
+--   t_recorded_acl (trace_id, chunk_id, acl: recorded_acl.sql),
+--   t_invented (trace_id, claim_idx, invented, untrusted_links, link_sources: invented_locators.sql), t_shown (trace_id, render_span, chunk_id,
 --   what: render_shown.sql).
 WITH
 -- 1. every chunk each stage exposed, in chain order
@@ -225,7 +226,11 @@ flagged AS (
            len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS is_unknown_label,
            -- a source the gold corpus marks untrusted (a forum post, a poisoned snippet) is never to be cited
            coalesce(len(ra.untrusted), 0) > 0 AS cites_untrusted,
-           is_unknown_label OR cites_untrusted AS is_miscited,
+           -- a URL, section, page or title the claim names that no supplied source has, or a URL only
+           -- untrusted sources give (invented_locators.sql)
+           coalesce(len(iv.invented), 0) > 0 AS names_invented,
+           coalesce(len(iv.untrusted_links), 0) > 0 AS links_untrusted,
+           is_unknown_label OR cites_untrusted OR names_invented OR links_untrusted AS is_miscited,
            -- the claim's support (what it cites of its bundles; unmatched: what it cites) is all rated
            -- below the least authority its case requires (a chunk not rated meets any requirement)
            coalesce(j.require_rank IS NOT NULL AND j.support_label = 'entailed'
@@ -257,11 +262,13 @@ flagged AS (
            coalesce(mr.ren_bad, false) AS ren_bad,
            res_bad OR ren_bad AS is_misresolved,
            v.stage AS access_stage, v.chunks AS access_chunks,
-           s.what AS stale_what, mr.res_what, mr.ren_what, ra.untrusted AS untrusted_cited
+           s.what AS stale_what, mr.res_what, mr.ren_what, ra.untrusted AS untrusted_cited,
+           iv.invented, iv.untrusted_links, iv.link_sources
     FROM judged AS j
     LEFT JOIN violations AS v USING (trace_id)
     LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
     LEFT JOIN rated AS ra ON ra.trace_id = j.trace_id AND ra.claim_idx = j.claim_idx
+    LEFT JOIN t_invented AS iv ON iv.trace_id = j.trace_id AND iv.claim_idx = j.claim_idx
     LEFT JOIN drifted AS dr ON dr.trace_id = j.trace_id
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
 ),
@@ -303,7 +310,9 @@ raised AS (
             ELSE 'unreadable' END} END,
         CASE WHEN is_miscited THEN {'flag': 'is_miscited', 'why': CASE
             WHEN is_unknown_label THEN 'cites'
-            ELSE 'untrusted' END} END,
+            WHEN cites_untrusted THEN 'untrusted'
+            WHEN names_invented THEN 'invented'
+            ELSE 'untrusted_link' END} END,
         CASE WHEN is_stale THEN {'flag': 'is_stale', 'why': CASE WHEN stale_what IS NOT NULL THEN 'stale' ELSE 'drift' END} END,
         CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
         CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
@@ -349,6 +358,8 @@ bucketed AS (
                'rationale': coalesce(rationale, ''), 'given_rationale': coalesce(rationale, 'no reason given'),
                'unreadable': unreadable_stage, 'error': coalesce(unreadable_error, 'adapter error'),
                'invalid': array_to_string(invalid, ', '), 'untrusted': array_to_string(untrusted_cited, ', '),
+               'invented': array_to_string(invented, ', '), 'links': array_to_string(untrusted_links, ', '),
+               'link_sources': array_to_string(link_sources, ', '),
                'stale': stale_what, 'drift': drift_what,
                'bundles': array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'),
                                           ' or '),
