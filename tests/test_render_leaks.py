@@ -128,8 +128,10 @@ TITLE_OF = [{"label": "", "title": "Staff Handbook: Discounts "}]
         (PREVIEW, False, True, "preview"),
         (LINK, False, True, "link, title"),
         (TITLE_OF, False, True, "title"),
+        (TITLE_OF, True, False, "title"),  # the title the retrieval span recorded for the chunk
+        (LINK, True, False, "link, title"),  # ... and its uri
     ],
-    ids=["title-index-acl", "preview-gold-acl", "link-gold-acl", "title-gold-acl"],
+    ids=["title-index-acl", "preview-gold-acl", "link-gold-acl", "title-gold-acl", "title-of-index", "link-of-index"],
 )
 def test_a_restricted_title_preview_or_link_shown_to_a_patron_is_an_access_violation_at_render(
     tmp_path: Path, panel: list[dict[str, Any]], index_acl: bool, gold_acl: bool, shown: str
@@ -149,8 +151,15 @@ def test_a_restricted_title_preview_or_link_shown_to_a_patron_is_an_access_viola
 
 @pytest.mark.parametrize(
     ("panel", "index_acl", "gold_acl"),
-    [(TITLE_ONLY, True, False), (PREVIEW, False, True), (LINK, False, True), (TITLE_OF, False, True)],
-    ids=["title-index-acl", "preview-gold-acl", "link-gold-acl", "title-gold-acl"],
+    [
+        (TITLE_ONLY, True, False),
+        (PREVIEW, False, True),
+        (LINK, False, True),
+        (TITLE_OF, False, True),
+        (TITLE_OF, True, False),
+        (LINK, True, False),
+    ],
+    ids=["title-index-acl", "preview-gold-acl", "link-gold-acl", "title-gold-acl", "title-of-index", "link-of-index"],
 )
 def test_the_same_page_for_staff_is_ok(
     tmp_path: Path, panel: list[dict[str, Any]], index_acl: bool, gold_acl: bool
