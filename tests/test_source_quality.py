@@ -160,3 +160,16 @@ def test_authority_in_a_jsonl_folder(tmp_path: Path) -> None:
         f"{folder / 'corpus.jsonl'}:line 2: authority: 3 is not one of primary, secondary, untrusted"
     ]
     assert g.corpus["a"].authority == "secondary" and g.cases["c"].require_authority == "primary"
+
+
+@pytest.mark.parametrize(("label", "trips"), [("2", True), ("1", False)], ids=["forum-post", "policy-page"])
+def test_the_low_authority_figure_is_a_gate(
+    tmp_path: Path, label: str, trips: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from citeline.analyzer._cli import main
+
+    _, _, db = _rows(tmp_path, label, require="primary")
+    capsys.readouterr()
+    assert main(["report", "--db", str(db), "--fail-on", "low_authority>0"]) == (1 if trips else 0)
+    err = capsys.readouterr().err
+    assert ("gate low_authority>0 failed" in err) is trips
