@@ -173,7 +173,8 @@ def split_answers(
 
     Pure and picklable: a large run splits its answers on every core (``_answer_tables``)."""
     claim_cols = ("split", "claim_idx", "text", "labels", "factual", "joins", "stems", "numbers")
-    cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, "skipped_split", "skipped_kind", "skipped_units")}
+    extra = ("skipped_split", "skipped_kind", "skipped_units", "ref_split", "ref_label", "ref_text")
+    cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, *extra)}
     abstains: list[bool] = []
     folded_phrases = tuple(fold(p) for p in phrases)
     for n, answer in enumerate(answers):
@@ -196,6 +197,10 @@ def split_answers(
             cols["skipped_split"].append(at)
             cols["skipped_kind"].append(kind)
             cols["skipped_units"].append(units)
+        for label, source in split.references.items():  # a reference list's entries: label -> source line
+            cols["ref_split"].append(at)
+            cols["ref_label"].append(label)
+            cols["ref_text"].append(source)
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
         abstains.append(answer not in structured and has_phrase and not cited_factual)
@@ -226,6 +231,10 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], setti
     skipped = {k.removeprefix("skipped_"): cols.pop(k) for k in list(cols) if k.startswith("skipped_")}
     register_frame(
         con, "t_answer_skipped", columns_table(skipped, {"split": pl.Int64, "kind": pl.Utf8, "units": pl.Int64})
+    )
+    refs = {k.removeprefix("ref_"): cols.pop(k) for k in list(cols) if k.startswith("ref_")}
+    register_frame(  # the answer's reference list: its URLs and locators are checked (_locators.py)
+        con, "t_answer_refs", columns_table(refs, {"split": pl.Int64, "label": pl.Utf8, "text": pl.Utf8})
     )
     register_frame(
         con,

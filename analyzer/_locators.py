@@ -1,6 +1,7 @@
 """Locators an answer names in its prose, and the sources that have them (issue #23 item 5).
 
-An answer may point its reader somewhere besides its markers: a URL ("confirm at https://..."), a
+An answer may point its reader somewhere besides its markers, in a claim or in its reference list
+("[1] https://..."; an entry counts for every claim citing its label): a URL ("confirm at https://..."), a
 page, section or paragraph ("see section 4.2, page 17", "§3", "paragraph 2") or a document's title
 in quotes ('the "Returns Handbook"'). Each must come from a supplied source: a retrieved chunk's
 uri or title (as its retrieval span recorded them), or an entry of the gold corpus (its uri, title,
@@ -86,8 +87,12 @@ def locators(text: str, *, headings: bool = False) -> list[tuple[str, str, str]]
 
 _SCHEMA_CLAIM = {"text": pl.Utf8, "kind": pl.Utf8, "value": pl.Utf8, "shown": pl.Utf8}
 _SCHEMA_SOURCE = {"text": pl.Utf8, "kind": pl.Utf8, "value": pl.Utf8}
-# the slice's claim texts that may name a locator (t_gen_claims: gen_claims.sql)
-_CLAIM_TEXTS = "SELECT DISTINCT text FROM t_gen_claims WHERE text IS NOT NULL AND regexp_matches(text, $p, 'i')"
+# the slice's claim texts that may name a locator (t_gen_claims: gen_claims.sql), and the entries of its
+# answers' reference lists (t_answer_refs: "[1] https://...", the source a label stands for)
+_CLAIM_TEXTS = (
+    "SELECT DISTINCT text FROM (SELECT text FROM t_gen_claims UNION ALL SELECT text FROM t_answer_refs) "
+    "WHERE text IS NOT NULL AND regexp_matches(text, $p, 'i')"
+)
 # what a supplied source may have a locator in: its uri (the whole uri is one), title, id and text
 _SOURCE_TEXTS = """
 SELECT DISTINCT x FROM (

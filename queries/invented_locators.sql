@@ -7,13 +7,21 @@
 --   sources the gold corpus marks untrusted give (a poisoned snippet adding a link) is an untrusted
 --   link. classify.sql makes both invalid_citation at generation.
 -- Grain: one row per (trace, claim_idx) naming at least one invented locator or untrusted link.
--- Parameters: none. Reads: t_gen_claims (trace_id, claim_idx, text), t_claim_locators (text, kind,
+-- Parameters: none. Reads: t_gen_claims (trace_id, claim_idx, text, labels), t_split_keys (trace_id,
+--   split_id), t_answer_refs (split, label, text: reference-list entries), t_claim_locators (text, kind,
 --   value, shown), t_source_locators (text, kind, value), t_gold_chunks (chunk_id, uri, title, text,
 --   untrusted), spans (retrieval: chunk_id, chunk_uri, chunk_title).
 CREATE OR REPLACE TEMP TABLE t_invented AS
 WITH named AS (
     SELECT g.trace_id, g.claim_idx, l.kind, l.value, l.shown
     FROM t_gen_claims AS g JOIN t_claim_locators AS l ON l.text = g.text
+    UNION ALL
+    -- the answer's reference list: an entry's locators count for every claim citing its label
+    SELECT g.trace_id, g.claim_idx, l.kind, l.value, l.shown || ' (reference [' || r.label || '])'
+    FROM t_gen_claims AS g
+    JOIN t_split_keys AS k ON k.trace_id = g.trace_id
+    JOIN t_answer_refs AS r ON r.split = k.split_id AND list_contains(g.labels, r.label)
+    JOIN t_claim_locators AS l ON l.text = r.text
 ),
 wanted AS (
     SELECT DISTINCT kind, value FROM named

@@ -190,3 +190,15 @@ def test_locators_read_from_prose() -> None:
         ("url", "https://x.example/section-4/page-2", "https://x.example/section-4/page-2")
     ]
     assert normal_url("HTTPS://Shop.Example/Returns/?utm=1#top).") == "https://shop.example/Returns"
+
+
+def test_an_invented_url_in_the_reference_list_is_named_on_the_claims_citing_its_label(tmp_path: Path) -> None:
+    said = f"{FACT} [1].\n\nSources:\n[1] https://shop.example/returns-faq\n[2] https://refund-now.example/claim"
+    rows, spans = _run(tmp_path, said, span_uri="https://shop.example/returns")
+    assert _verdict(rows) == _invented("https://shop.example/returns-faq (reference [1])", spans, judged=False)
+
+
+def test_a_reference_list_of_supplied_links_is_ok(tmp_path: Path) -> None:
+    said = f"{FACT} [1].\n\nSources:\n[1] https://shop.example/returns\n[2] https://refund-now.example/claim"
+    rows, _ = _run(tmp_path, said, span_uri="https://shop.example/returns")
+    assert _ok(rows) == [("window", "ok", None, [])]  # [2]'s untrusted link: no claim cites [2]
