@@ -17,13 +17,14 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from . import _locators as locators
 from . import _prompt_context as prompt_context
 from . import _source_openinference as openinference
 from . import _splitting as splitting
 from . import _structured as structured
 from . import _workers, judges
 from ._claims import skipped_kinds, split_answer
-from ._gold import GoldError, GoldSet, load_gold, normalise_question
+from ._gold import AUTHORITY, GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, not_trace_file, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
 from ._lake import is_url
@@ -85,6 +86,9 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
                 "effective_to": c.effective_to,
                 "acl": c.acl,
                 "content_hash": content_hash(c.text) if c.text else "",
+                # 1 primary, 2 secondary, 3 untrusted (_gold.AUTHORITY); NULL: not rated
+                "authority_rank": AUTHORITY.index(c.authority) + 1 if c.authority else None,
+                "untrusted": c.authority == AUTHORITY[-1],
             }
             for c in gold.corpus.values()
         ],
@@ -100,6 +104,8 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
             "effective_to": pl.Date,
             "acl": pl.List(pl.Utf8),
             "content_hash": pl.Utf8,
+            "authority_rank": pl.Int32,
+            "untrusted": pl.Boolean,
         },
     )
     cases = pl.DataFrame(
@@ -111,6 +117,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
                 "expect": c.expect,
                 "principal_groups": c.principal_groups,
                 "attach": c.attach,
+                "require_rank": AUTHORITY.index(c.require_authority) + 1 if c.require_authority else None,
             }
             for c in gold.cases.values()
         ],
@@ -121,6 +128,7 @@ def _gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
             "expect": pl.Utf8,
             "principal_groups": pl.List(pl.Utf8),
             "attach": pl.Utf8,
+            "require_rank": pl.Int32,
         },
     )
     claims = pl.DataFrame(
@@ -165,7 +173,8 @@ def split_answers(
 
     Pure and picklable: a large run splits its answers on every core (``_answer_tables``)."""
     claim_cols = ("split", "claim_idx", "text", "labels", "factual", "joins", "stems", "numbers")
-    cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, "skipped_split", "skipped_kind", "skipped_units")}
+    extra = ("skipped_split", "skipped_kind", "skipped_units", "ref_split", "ref_label", "ref_text")
+    cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, *extra)}
     abstains: list[bool] = []
     folded_phrases = tuple(fold(p) for p in phrases)
     for n, answer in enumerate(answers):
@@ -188,6 +197,10 @@ def split_answers(
             cols["skipped_split"].append(at)
             cols["skipped_kind"].append(kind)
             cols["skipped_units"].append(units)
+        for label, source in split.references.items():  # a reference list's entries: label -> source line
+            cols["ref_split"].append(at)
+            cols["ref_label"].append(label)
+            cols["ref_text"].append(source)
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
         abstains.append(has_phrase and not cited_factual)  # a structured answer's own say wins (per trace)
@@ -215,6 +228,10 @@ def _answer_tables(con: duckdb.DuckDBPyConnection, phrases: Sequence[str], setti
     skipped = {k.removeprefix("skipped_"): cols.pop(k) for k in list(cols) if k.startswith("skipped_")}
     register_frame(
         con, "t_answer_skipped", columns_table(skipped, {"split": pl.Int64, "kind": pl.Utf8, "units": pl.Int64})
+    )
+    refs = {k.removeprefix("ref_"): cols.pop(k) for k in list(cols) if k.startswith("ref_")}
+    register_frame(  # the answer's reference list: its URLs and locators are checked (_locators.py)
+        con, "t_answer_refs", columns_table(refs, {"split": pl.Int64, "label": pl.Utf8, "text": pl.Utf8})
     )
     register_frame(
         con,
@@ -382,9 +399,12 @@ def analyze(
             _span_chunks(con, run_id, oi_stats)
             _content_drift(con)
             con.execute(sql("restricted_by_content"))
+            con.execute(sql("recorded_acl"))  # ACLs the app's index recorded, and what the page showed
+            con.execute(sql("render_shown"))
             phase("splitting answers into claims" + of)
             _answer_tables(con, phrases, split_settings)
             con.execute("CREATE OR REPLACE TEMP TABLE t_gen_claims AS " + _sql_text("gen_claims"))
+            locators.invented(con)  # URLs, sections, pages and titles no supplied source has
             _similarity_table(con)
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE t_match AS " + _sql_text("match_claims"),

@@ -93,10 +93,29 @@ TABLE: Final = (
     ),
     Bucket(
         INVALID_CITATION,
-        "is_unknown_label",
+        "is_miscited",
         "#c2410c",
-        "generation output contract",
-        (Reason("cites", "generation", "cites {invalid}, which the model was not given"),),
+        "generation output contract, source curation",
+        (
+            Reason("cites", "generation", "cites {invalid}, which the model was not given"),
+            Reason(
+                "untrusted",
+                "generation",
+                "cites {untrusted}, which the gold corpus marks untrusted (authority: untrusted): a source "
+                "never to be cited",
+            ),
+            Reason(
+                "invented",
+                "generation",
+                "names {invented}, which no supplied source has (no retrieved chunk's uri, title or locator, "
+                "no gold corpus entry)",
+            ),
+            Reason(
+                "untrusted_link",
+                "generation",
+                "links {links}, which only {link_sources} gives, a source the gold corpus marks untrusted",
+            ),
+        ),
     ),
     Bucket(
         FRESHNESS,

@@ -25,6 +25,10 @@ EXPECT = ("answer", "abstain", "conflict")
 STATUS = ("active", "archived", "deleted")
 #: a case's status: drafts (citeline gold draft) are used, and warned about until a person confirms them
 CASE_STATUS = ("confirmed", "draft")
+#: how far a source may be trusted, best first: a chunk's ``authority`` (absent: not rated, meets any
+#: requirement); a case's ``require_authority`` names the least it accepts (``untrusted`` never does)
+AUTHORITY = ("primary", "secondary", "untrusted")
+REQUIRABLE = AUTHORITY[:-1]
 _LINE = "__line__"
 
 
@@ -63,6 +67,8 @@ class CorpusChunk:
     effective_to: dt.date | None = None
     status: str = "active"
     acl: list[str] | None = None
+    authority: str | None = None
+    """primary, secondary or untrusted (AUTHORITY); None when the gold set does not rate it."""
 
 
 @dataclass
@@ -86,6 +92,8 @@ class GoldCase:
     status: str = "confirmed"
     attach: str | None = None
     """The attachment policy this case's answers are split by, when the case names one (_policy.ATTACH)."""
+    require_authority: str | None = None
+    """The least authority a claim's support must have (REQUIRABLE); None: any source will do."""
 
 
 @dataclass
@@ -299,6 +307,9 @@ def _corpus_record(r: _Reader, rec: Any, where: str) -> CorpusChunk | None:
     acl = r.str_list(rec, where, "acl") if "acl" in rec and rec["acl"] is not None else None
     if "acl" in rec and rec["acl"] is not None and acl is None:
         ok = False
+    authority = _choice(r, rec, where, "authority", AUTHORITY)
+    if authority is False:
+        ok = False
     if not ok or chunk_id is None or doc_id is None:
         return None
     return CorpusChunk(
@@ -312,7 +323,19 @@ def _corpus_record(r: _Reader, rec: Any, where: str) -> CorpusChunk | None:
         effective_to=eff_to,
         status=status,
         acl=acl,
+        authority=authority if isinstance(authority, str) else None,
     )
+
+
+def _choice(r: _Reader, rec: dict[str, Any], where: str, key: str, allowed: tuple[str, ...]) -> str | bool | None:
+    """A field that takes one of a few words: the word, None when absent, False (named) when it is another."""
+    value = rec.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        r.error(where, key, f"{value!r} is not one of {', '.join(allowed)}")
+        return False
+    return value
 
 
 def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldCase | None:
@@ -376,6 +399,9 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
         except PolicyError as exc:
             r.error(where, "attach", str(exc).split(": ", 1)[1])
             ok = False
+    require = _choice(r, rec, where, "require_authority", REQUIRABLE)
+    if require is False:
+        ok = False
     if not ok or case_id is None or question is None:
         return None
     if status == "draft":
@@ -384,7 +410,9 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
             "status",
             f"case {case_id!r} is a draft: check its claims and support chunks, then delete 'status: draft'",
         )
-    return GoldCase(case_id, question, as_of, pid, groups, expect, claims, status, attach)
+    case = GoldCase(case_id, question, as_of, pid, groups, expect, claims, status, attach)
+    case.require_authority = require if isinstance(require, str) else None
+    return case
 
 
 def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldClaim | None:

@@ -250,6 +250,7 @@ METRICS = (
     "unsupported_answers",
     "abstention_rate",
     "answer_coverage",
+    "low_authority",
 )
 #: other figures the report shows
 OTHER_GATES = ("regressions",)

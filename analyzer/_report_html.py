@@ -61,7 +61,7 @@ def _trend_chart(r: Report) -> str:
     width, left, right, bottom = 640, 48, 16, 30
     # the legend: one swatch per bucket drawn, wrapping to a new row before the right edge
     legend: list[tuple[float, float, str]] = []
-    lx, ly = float(left), 28.0
+    lx, ly = float(left), 36.0  # below the title, clear of it
     for bucket in drawn:
         item_w = 14 + 7 * len(bucket) + 12
         if lx + item_w > width - right and lx > left:
@@ -93,6 +93,8 @@ def _trend_chart(r: Report) -> str:
         )
     parts.append(f'<line x1="{left}" x2="{left}" y1="{plot_top:.1f}" y2="{y(0):.1f}" stroke="#888"/>')
     plot_w = width - left - right
+    # the days where the judge or the gold set changed: labels may have moved with the app unchanged
+    changed = {str(x["day"]): _changed_what(x) for x in getattr(r, "evaluator_changes", []) if str(x["day"]) in days}
     if len(days) == 1:  # one day: a line would be a dot; grouped bars instead
         day = days[0]
         slot = plot_w / max(1, len(drawn))
@@ -104,14 +106,36 @@ def _trend_chart(r: Report) -> str:
                 f'<rect class="trend-bar" data-bucket="{bucket}" data-value="{v}" x="{bx:.1f}" y="{y(v):.1f}" '
                 f'width="{bar_w:.1f}" height="{y(0) - y(v):.1f}" fill="{COLORS[bucket]}"/>'
             )
-        parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{html_text(day)}</text>')
+        label = f"{day} · {changed[day]} (the day's last run)" if day in changed else day
+        parts.append(
+            f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{html_text(label)}</text>'
+        )
+        if day in changed:
+            parts.append(
+                f'<rect class="evaluator-mark" data-day="{html_text(day)}" x="{left}" y="{plot_top - 4:.1f}" '
+                f'width="{plot_w}" height="{y(0) - plot_top + 4:.1f}" fill="none" stroke="#6b7280" '
+                'stroke-dasharray="4 3"/>'
+            )
     else:
 
         def x(i: int) -> float:
             return left + 10 + (plot_w - 20) * i / max(1, len(days) - 1)
 
         for i, d in enumerate(days):
-            parts.append(f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">{html_text(d)}</text>')
+            # the first and last dates end at the plot's edges, not past the chart's
+            at = "start" if i == 0 else "end" if i == len(days) - 1 else "middle"
+            tx = x(i) - 10 if at == "start" else x(i) + 10 if at == "end" else x(i)
+            parts.append(f'<text x="{tx:.1f}" y="{height - 8}" text-anchor="{at}">{html_text(d)}</text>')
+            if d in changed:  # a dashed line where the evaluator changed, named at the top of the plot (marks
+                # next to each other name theirs a row apart)
+                row = 12 * (sorted(changed).index(d) % 2)
+                left_of = x(i) + 4 + 6.5 * len(changed[d]) > width - right  # no room right of the line
+                parts.append(
+                    f'<g class="evaluator-mark" data-day="{html_text(d)}"><line x1="{x(i):.1f}" x2="{x(i):.1f}" '
+                    f'y1="{plot_top - 6:.1f}" y2="{y(0):.1f}" stroke="#6b7280" stroke-dasharray="4 3"/>'
+                    f'<text x="{x(i) - 4 if left_of else x(i) + 4:.1f}" y="{plot_top + 4 + row:.1f}" '
+                    f'text-anchor="{"end" if left_of else "start"}" class="mark-label">{html_text(changed[d])}</text></g>'
+                )
         for bucket in drawn:
             pts = [(x(i), y(series[bucket].get(d, 0))) for i, d in enumerate(days)]
             path = " ".join(f"{px:.1f},{py:.1f}" for px, py in pts)
@@ -124,18 +148,48 @@ def _trend_chart(r: Report) -> str:
     return "".join(parts)
 
 
+def _changed_what(x: dict[str, Any]) -> str:
+    """judge changed, gold changed, or judge and gold changed: a step of the history in three words."""
+    return " and ".join(w for w, on in (("judge", x.get("judge_changed")), ("gold", x.get("gold_changed"))) if on) + (
+        " changed"
+    )
+
+
 def _evaluator_marks(r: Report) -> str:
     """Each step of the history where the judge or the gold set changed: labels may move with the app unchanged."""
-    from ._report import _evaluator_change
-
     if not r.evaluator_changes:
         return ""
-    items = "".join(
-        f"<li class='evaluator'>run <code>{html_text(x['run_id'])}</code> ({html_text(x['day'])}): "
-        f"{html_text(_evaluator_change(x))}</li>"
-        for x in r.evaluator_changes
+    e = html_text
+    items = []
+    for x in r.evaluator_changes:
+        what = []
+        if x.get("judge_changed"):
+            what.append(f"judge <code>{e(x['judge_before'])}</code> → <code>{e(x['judge'])}</code>")
+        if x.get("gold_changed"):
+            what.append(f"gold set <code>{e(x['gold_before'])}</code> → <code>{e(x['gold_hash'])}</code>")
+        items.append(
+            f"<li class='evaluator'>{e(_changed_what(x))} at run <code>{e(x['run_id'])}</code> ({e(x['day'])}): "
+            f"{'; '.join(what)}</li>"
+        )
+    return (
+        f"<div id='evaluator-changes' class='evaluator-note'><b>The evaluator changed</b><ul>{''.join(items)}</ul>"
+        "<p>Labels can move with the app unchanged: what changed across such a step is listed as "
+        "<i>judge changed</i> or <i>gold changed</i>, never as a regression, and no regression gate trips on it. "
+        "To read the app's own changes, compare with a run of the new evaluator: "
+        "<code class='cmd'>citeline report --baseline RUN</code>.</p></div>"
     )
-    return f"<ul id='evaluator-changes'>{items}</ul>"
+
+
+def _metrics_note(r: Report) -> str:
+    """Above the metrics: this run's evaluator is not the one of the run it is compared with."""
+    mine = [x for x in r.evaluator_changes if x["run_id"] == r.run_id]
+    if not mine:
+        return ""
+    return (
+        f"<p class='evaluator-note' id='metrics-evaluator'>The {html_text(_changed_what(mine[-1]))} with this run: "
+        "the figures the judge decides (aligned_precision, unsupported_answers, low_authority) may differ from "
+        "the previous run's for that reason alone.</p>"
+    )
 
 
 def _agreement(r: Report) -> str:
@@ -174,7 +228,7 @@ def render_html(r: Report) -> str:
     )
     regressions = (
         "".join(
-            f"<tr class='{e(x['change'])}'><td>{e(x['change'])}</td><td>{e(x['case_id'])}</td><td>{e(str(x['claim']))}</td>"
+            f"<tr class='{e(x['change'].replace(' ', '-'))}'><td>{e(x['change'])}</td><td>{e(x['case_id'])}</td><td>{e(str(x['claim']))}</td>"
             f"<td>{e(x['bucket'])}</td><td class='num'>{x['before']}</td><td class='num'>{x['now']}</td></tr>"
             for x in r.regressions
         )
@@ -182,17 +236,25 @@ def render_html(r: Report) -> str:
     )
     rows = []
     sections = []
+    # claims whose bucket moved across an evaluator change: marked so, never read as the app's doing
+    moved = {
+        (x["case_id"], str(x["claim"]), x["bucket"]): x["change"]
+        for x in r.regressions
+        if x["change"] not in ("regressed", "fixed")
+    }
     for n, f in enumerate(r.failing):
+        mark = moved.get((f["case_id"], str(f["gold_claim_id"] or f["claim_text"]), f["bucket"]))
+        moved_tag = f" <span class='moved'>{e(mark)}</span>" if mark else ""
         link = r.span_link(f["span_id"])
         span = f"<a href='{e(link)}'>{e(f['span_id'])}</a>" if link else e(f["span_id"] or "")
         trace = r.trace_link(f["trace_id"])
         trace_cell = f"<a href='{e(trace)}'>trace</a>" if trace else e(f["trace_id"][:12])
-        sections.append(_detail_section(r, n, f, span, trace_cell))
+        sections.append(_detail_section(r, n, f, span, trace_cell, moved_tag))
         rows.append(
             f"<tr class='failing-claim' data-bucket='{e(f['bucket'])}'>"
             f"<td><a class='drill' href='#claim-{n}'>{e(f['case_id'] or '(no case)')}</a></td>"
             f"<td>{e(f['gold_claim_id'] or f['claim_text'] or '')}</td>"
-            f"<td><span class='tag' style='background:{COLORS[f['bucket']]}'>{e(f['bucket'])}</span></td>"
+            f"<td><span class='tag' style='background:{COLORS[f['bucket']]}'>{e(f['bucket'])}</span>{moved_tag}</td>"
             f"<td>{e(f['stage'] or '')}</td><td>{e(f['reason'] or '')}</td><td>{span}</td><td>{trace_cell}</td></tr>"
         )
     gates = "".join(f"<p class='gate'>{e(g)}</p>" for g in r.gates)
@@ -208,6 +270,14 @@ text-align: left; vertical-align: top; }} .num {{ text-align: right; }}
 .tag {{ color: white; padding: 1px 6px; border-radius: 4px; font-size: 12px; }}
 .grid {{ display: flex; flex-wrap: wrap; gap: 24px; }} .regressed td:first-child {{ color: #b91c1c; }}
 .fixed td:first-child {{ color: #15803d; }} .gate {{ color: #b91c1c; font-weight: 600; }}
+.judge-changed td, .gold-changed td, .judge-and-gold-changed td {{ color: #6b7280; }}
+.judge-changed td:first-child, .gold-changed td:first-child, .judge-and-gold-changed td:first-child {{
+font-style: italic; }}
+.evaluator-note {{ background: #fffbeb; border: 1px solid #f59e0b; border-radius: 6px; padding: 8px 12px;
+margin: 8px 0 12px; }} .evaluator-note ul {{ margin: 4px 0; }} .evaluator-note p {{ margin: 4px 0 0; }}
+.cmd {{ white-space: nowrap; }} .drill {{ white-space: nowrap; }}
+.moved {{ display: inline-block; margin-top: 2px; font-size: 11px; color: #92400e; background: #fffbeb;
+border: 1px solid #f59e0b; border-radius: 4px; padding: 0 4px; white-space: nowrap; }} .chart .mark-label {{ font-size: 11px; fill: #4b5563; }}
 .claim-detail {{ border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 16px; margin: 16px 0; }}
 .claim-detail:target {{ position: fixed; inset: 0; margin: 0; overflow: auto; background: white; z-index: 10;
 border: 0; border-top: 4px solid #1d4ed8; border-radius: 0; padding: 16px 32px; }}
@@ -226,6 +296,7 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 <div class="grid">{bucket_chart}{funnel_chart}</div>
 <h2>Trend</h2>{_trend_chart(r)}
 <h2>Citation metrics</h2>
+{_metrics_note(r)}
 <table id="metrics"><tr><th>metric</th><th>value</th><th>n</th><th>definition</th></tr>{metrics}</table>
 {_agreement(r)}
 <h2>Since {"the previous run" if not r.compared_with else "run <code>" + e(r.compared_with) + "</code>"}</h2>
@@ -265,7 +336,7 @@ def _chunk_list(r: Report, ids: list[str]) -> str:
     )
 
 
-def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str) -> str:
+def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str, moved: str = "") -> str:
     """One failing claim, explained: question, answer, the chain step by step, support against citations."""
     e = html_text
     d = r.details.get(_key(f), {})
@@ -279,7 +350,7 @@ def _detail_section(r: Report, n: int, f: dict[str, Any], span: str, trace: str)
     chain = "".join(f"<li class='{st}'>{s.replace('_', ' ')}</li>" for s, st in zip(_STEPS, states, strict=True))
     claim = f["gold_claim_id"] or f["claim_text"] or ""
     return f"""<section class="claim-detail" id="claim-{n}" data-bucket="{e(f["bucket"])}">
-<h3><span class='tag' style='background:{COLORS[f["bucket"]]}'>{e(f["bucket"])}</span> {e(f["case_id"] or "")} / {e(claim)}</h3>
+<h3><span class='tag' style='background:{COLORS[f["bucket"]]}'>{e(f["bucket"])}</span>{moved} {e(f["case_id"] or "")} / {e(claim)}</h3>
 <p><b>Question</b> {e(d.get("question") or "(not recorded)")}</p>
 <p><b>Answer</b> {_highlight(d.get("answer") or "(not recorded)")}</p>
 <p><b>Claim</b> {e(f["claim_text"] or "(left out of the answer)")}</p>

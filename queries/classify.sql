@@ -18,7 +18,10 @@
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
 --   t_trace_drift (trace_id, chunk_id, served_hash, gold_hash: content_drift.sql),
---   t_restricted_alias (trace_id, chunk_id, gold_chunk_id, acl: restricted_by_content.sql).
+--   t_restricted_alias (trace_id, chunk_id, gold_chunk_id, acl: restricted_by_content.sql),
+--   t_recorded_acl (trace_id, chunk_id, acl: recorded_acl.sql),
+--   t_invented (trace_id, claim_idx, invented, untrusted_links, link_sources: invented_locators.sql), t_shown (trace_id, render_span, chunk_id,
+--   what: render_shown.sql).
 WITH
 -- 1. every chunk each stage exposed, in chain order
 res_rows AS (
@@ -41,40 +44,58 @@ ren_rows AS (    -- rendered links, ids recovered from the uri where the corpus 
 restricted AS (   -- chunks with an ACL; a trace that touched none needs no unnesting
     SELECT coalesce(list(chunk_id), []) AS ids FROM t_gold_chunks WHERE acl IS NOT NULL
 ),
-touched AS (      -- ... by id, or by serving a restricted text under another id (t_restricted_alias)
+touched AS (      -- ... by id, by serving a restricted text under another id (t_restricted_alias), or
+    -- chunks the app's index recorded an ACL for (t_recorded_acl)
     SELECT t.* FROM t_traces AS t, restricted AS r
     WHERE list_has_any(t.retrieved, r.ids) OR list_has_any(t.context, r.ids)
        OR t.trace_id IN (SELECT trace_id FROM t_restricted_alias)
+       OR t.trace_id IN (SELECT trace_id FROM t_recorded_acl)
 ),
-exposure AS (
-    SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id
+exposure AS (     -- (what: for the page, what it showed of the chunk: its title, preview, link)
+    SELECT trace_id, 1 AS stage_no, 'retrieval' AS stage, retrieval_span AS span_id, unnest(retrieved) AS chunk_id,
+           NULL::VARCHAR[] AS what
     FROM touched
     UNION ALL
-    SELECT trace_id, 2, 'context', context_span, unnest(context) FROM touched
+    SELECT trace_id, 2, 'context', context_span, unnest(context), NULL FROM touched
     UNION ALL
-    SELECT g.trace_id, 3, 'generation', t.generation_span, unnest(g.cited)
+    SELECT g.trace_id, 3, 'generation', t.generation_span, unnest(g.cited), NULL
     FROM t_gen_claims AS g JOIN t_traces AS t USING (trace_id)
     UNION ALL
-    SELECT trace_id, 5, 'render', render_span, chunk_id FROM ren_rows
+    SELECT trace_id, 5, 'render', render_span, chunk_id, what FROM t_shown  -- render_shown.sql
 ),
-exposed_acl AS (  -- each exposed chunk with its ACL: its gold entry's, or that of the restricted text it holds
+exposed_acl AS (  -- each exposed chunk with its ACL: its gold entry's, that of the restricted text it holds,
+    -- or the one the app's index recorded with it, from the context on (the index returned the chunk with
+    -- its ACL for the app to trim by; it leaks when it goes further)
     SELECT e.*, c.acl, c.chunk_id AS shown
     FROM exposure AS e JOIN t_gold_chunks AS c ON c.chunk_id = e.chunk_id AND c.acl IS NOT NULL
     UNION ALL
     SELECT e.*, a.acl, a.chunk_id || ' (the text of ' || a.gold_chunk_id || ')'
     FROM exposure AS e JOIN t_restricted_alias AS a ON a.trace_id = e.trace_id AND a.chunk_id = e.chunk_id
+    UNION ALL
+    SELECT e.*, a.acl, e.chunk_id
+    FROM exposure AS e JOIN t_recorded_acl AS a ON a.trace_id = e.trace_id AND a.chunk_id = e.chunk_id
+    WHERE e.stage_no >= 2
 ),
-violations AS (  -- 2. access: anything outside the principal's ACL, at the first stage it reached.
-    -- A request that names no principal cannot be checked: principal_unknown (not_evaluable)
-    SELECT e.trace_id,
-           min_by(e.stage, e.stage_no) AS stage,
-           min_by(e.span_id, e.stage_no) AS span_id,
-           list_sort(list_distinct(list(e.shown))) AS chunks,
+violating AS (   -- 2. access: anything outside the principal's ACL, each at the first stage it reached
+    SELECT e.trace_id, e.shown,
+           min(e.stage_no) AS first_no, min_by(e.stage, e.stage_no) AS stage, min_by(e.span_id, e.stage_no) AS span_id,
+           list_sort(list_distinct(flatten(list(coalesce(e.what, []))))) AS what,
            bool_or(t.principal_groups IS NULL) AS principal_unknown
     FROM exposed_acl AS e
     JOIN t_traces AS t USING (trace_id)
     WHERE t.principal_groups IS NULL OR NOT list_has_any(e.acl, t.principal_groups)
-    GROUP BY e.trace_id
+    GROUP BY e.trace_id, e.shown
+),
+violations AS (  -- ... and the trace at the first stage anything reached; a chunk only the page showed
+    -- names what it showed. A request that names no principal cannot be checked: principal_unknown
+    SELECT trace_id,
+           min_by(stage, first_no) AS stage,
+           min_by(span_id, first_no) AS span_id,
+           list_sort(list(CASE WHEN first_no = 5 THEN shown || ' (its ' || array_to_string(what, ', ') || ' shown)'
+                               ELSE shown END)) AS chunks,
+           bool_or(principal_unknown) AS principal_unknown
+    FROM violating
+    GROUP BY trace_id
 ),
 stale AS (       -- 3. freshness: cited chunks not in force at as_of
     SELECT g.trace_id, g.claim_idx,
@@ -119,6 +140,15 @@ mis_resolved AS (
     FROM label_checks
     GROUP BY trace_id, claim_idx
 ),
+rated AS (       -- 3c. source quality: the authority of each cited chunk the gold corpus rates
+    SELECT g.trace_id, g.claim_idx,
+           map_from_entries(list({'key': c.chunk_id, 'value': c.authority_rank})) AS rank_of,
+           list_sort(list(c.chunk_id) FILTER (WHERE c.untrusted)) AS untrusted
+    FROM (SELECT DISTINCT trace_id, claim_idx, chunk_id
+          FROM (SELECT trace_id, claim_idx, unnest(cited) AS chunk_id FROM t_gen_claims)) AS g
+    JOIN t_gold_chunks AS c ON c.chunk_id = g.chunk_id AND c.authority_rank IS NOT NULL
+    GROUP BY g.trace_id, g.claim_idx
+),
 drifted AS (     -- 3b. freshness too: the index served another text under a gold id and version
     SELECT trace_id, list(chunk_id) AS ids,
            string_agg(chunk_id || ' with content hash ' || served_hash || ' where the gold corpus has ' || gold_hash,
@@ -154,7 +184,7 @@ rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows
 ),
 judged AS (
-    SELECT r.*, t.expect, t.retrieved, t.context, t.as_of, t.started_at,
+    SELECT r.*, t.expect, t.require_rank, t.retrieved, t.context, t.as_of, t.started_at,
            t.request_span, t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
            t.unreadable_stage, t.unreadable_span, t.unreadable_error, t.retrieval_observed,
            coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
@@ -194,6 +224,21 @@ flagged AS (
                     OR j.support_label = 'not_applicable') AS no_judgment,
            -- (a label map read off an unobservable context says nothing about the markers)
            len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS is_unknown_label,
+           -- a source the gold corpus marks untrusted (a forum post, a poisoned snippet) is never to be cited
+           coalesce(len(ra.untrusted), 0) > 0 AS cites_untrusted,
+           -- a URL, section, page or title the claim names that no supplied source has, or a URL only
+           -- untrusted sources give (invented_locators.sql)
+           coalesce(len(iv.invented), 0) > 0 AS names_invented,
+           coalesce(len(iv.untrusted_links), 0) > 0 AS links_untrusted,
+           is_unknown_label OR cites_untrusted OR names_invented OR links_untrusted AS is_miscited,
+           -- the claim's support (what it cites of its bundles; unmatched: what it cites) is all rated
+           -- below the least authority its case requires (a chunk not rated meets any requirement)
+           coalesce(j.require_rank IS NOT NULL AND j.support_label = 'entailed'
+               AND len(list_filter(j.cited, lambda c: j.gold_claim_id IS NULL
+                                                      OR list_contains(flatten(j.bundles), c))) > 0
+               AND list_bool_and(list_transform(
+                       list_filter(j.cited, lambda c: j.gold_claim_id IS NULL OR list_contains(flatten(j.bundles), c)),
+                       lambda c: coalesce(ra.rank_of[c], 0) > j.require_rank)), false) AS is_low_authority,
            s.what IS NOT NULL OR is_drift AS is_stale,
            j.has_bundles AND NOT j.bundle_retrieved AND j.retrieval_observed AS is_unretrieved,
            j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AND j.retrieval_observed AS is_dropped,
@@ -217,10 +262,13 @@ flagged AS (
            coalesce(mr.ren_bad, false) AS ren_bad,
            res_bad OR ren_bad AS is_misresolved,
            v.stage AS access_stage, v.chunks AS access_chunks,
-           s.what AS stale_what, mr.res_what, mr.ren_what
+           s.what AS stale_what, mr.res_what, mr.ren_what, ra.untrusted AS untrusted_cited,
+           iv.invented, iv.untrusted_links, iv.link_sources
     FROM judged AS j
     LEFT JOIN violations AS v USING (trace_id)
     LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
+    LEFT JOIN rated AS ra ON ra.trace_id = j.trace_id AND ra.claim_idx = j.claim_idx
+    LEFT JOIN t_invented AS iv ON iv.trace_id = j.trace_id AND iv.claim_idx = j.claim_idx
     LEFT JOIN drifted AS dr ON dr.trace_id = j.trace_id
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
 ),
@@ -237,9 +285,9 @@ evaluable AS (
                     OR (f.unreadable_stage = 'context' AND NOT is_unretrieved)
                     OR (f.unreadable_stage = 'generation' AND NOT (is_unretrieved OR is_dropped)), false)
            -- a missing judgment matters only when no earlier link, judged without it, already broke
-           OR coalesce(f.no_judgment AND NOT (is_unknown_label OR is_stale OR is_unretrieved OR is_dropped), false)
+           OR coalesce(f.no_judgment AND NOT (is_miscited OR is_stale OR is_unretrieved OR is_dropped), false)
            OR coalesce(f.unreadable_stage IN ('resolution', 'render')
-                       AND NOT (is_unknown_label OR is_stale OR is_unretrieved OR is_dropped OR is_unsupported
+                       AND NOT (is_miscited OR is_stale OR is_unretrieved OR is_dropped OR is_unsupported
                                 OR is_unmarked OR is_misattributed), false) AS is_unobservable
     FROM flagged AS f
 ),
@@ -260,7 +308,11 @@ raised AS (
                   OR starts_with(coalesce(unreadable_error, ''), 'not readable: ')  -- a JSON answer of no known shape
                   THEN 'not_observed'
             ELSE 'unreadable' END} END,
-        CASE WHEN is_unknown_label THEN {'flag': 'is_unknown_label', 'why': 'cites'} END,
+        CASE WHEN is_miscited THEN {'flag': 'is_miscited', 'why': CASE
+            WHEN is_unknown_label THEN 'cites'
+            WHEN cites_untrusted THEN 'untrusted'
+            WHEN names_invented THEN 'invented'
+            ELSE 'untrusted_link' END} END,
         CASE WHEN is_stale THEN {'flag': 'is_stale', 'why': CASE WHEN stale_what IS NOT NULL THEN 'stale' ELSE 'drift' END} END,
         CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
         CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
@@ -298,13 +350,17 @@ bucketed AS (
            CASE why['stage'] WHEN 'first_reached' THEN access_stage WHEN 'unreadable' THEN unreadable_stage
                 ELSE why['stage'] END AS stage,
            list_transform(list_filter(in_order, lambda v: v.flag <> ''), lambda v: v.bucket)
-               || CASE WHEN r.is_drift THEN ['content_drift'] ELSE [] END AS flags,
+               || CASE WHEN r.is_drift THEN ['content_drift'] ELSE [] END
+               || CASE WHEN r.is_low_authority THEN ['low_authority'] ELSE [] END AS flags,
            CASE WHEN len(why['details']) = 0 THEN MAP {}::MAP(VARCHAR, VARCHAR) ELSE MAP {
                'chunks': array_to_string(access_chunks, ', '), 'reached': access_stage,
                'judge': $judge, 'label': support_label, 'labels': array_to_string($labels, ', '),
                'rationale': coalesce(rationale, ''), 'given_rationale': coalesce(rationale, 'no reason given'),
                'unreadable': unreadable_stage, 'error': coalesce(unreadable_error, 'adapter error'),
-               'invalid': array_to_string(invalid, ', '), 'stale': stale_what, 'drift': drift_what,
+               'invalid': array_to_string(invalid, ', '), 'untrusted': array_to_string(untrusted_cited, ', '),
+               'invented': array_to_string(invented, ', '), 'links': array_to_string(untrusted_links, ', '),
+               'link_sources': array_to_string(link_sources, ', '),
+               'stale': stale_what, 'drift': drift_what,
                'bundles': array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'),
                                           ' or '),
                'cited': array_to_string(list_sort(cited), ', '), 'resolved': res_what, 'rendered': ren_what

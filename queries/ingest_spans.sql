@@ -111,6 +111,9 @@ picked AS (
         -- who may see each retrieved chunk, as the app's index says (groups flattened, a count per chunk)
         CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.acl_group')) END AS acl_group,
         CASE WHEN k_stage = 'retrieval' THEN otlp_ints(otlp_value(k, v, 'citeline.chunks.acl_count')) END AS acl_count,
+        -- each retrieved chunk's link and title: a URL or a title the answer names must come from a source
+        CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.uri')) END AS chunk_uri,
+        CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.title')) END AS chunk_title,
         otlp_string(otlp_value(k, v, 'citeline.adapter_error')) AS adapter_error,
         -- a user's report on the answer (citeline.feedback events, any span of the trace): text, claim, chunk
         CASE WHEN len(s.events) > 0 THEN list_filter(s.events, lambda e: e.name = 'citeline.feedback') END AS fb,
@@ -188,6 +191,6 @@ SELECT
     abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,
     map_label, map_chunk_id, map_version,
     res_marker, res_chunk_id, res_version, res_uri,
-    ren_label, ren_uri, ren_chunk_id, ren_title, ren_preview, acl_group, acl_count,
+    ren_label, ren_uri, ren_chunk_id, ren_title, ren_preview, acl_group, acl_count, chunk_uri, chunk_title,
     adapter_error, feedback_text, feedback_claim, feedback_chunk, source_file, line_hash, line_bytes
 FROM staged;

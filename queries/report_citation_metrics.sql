@@ -13,8 +13,8 @@
 --                         is_unsupported raises: bucket_order) / answered traces
 --   abstention_rate     = traces whose answer abstained / traces
 --   answer_coverage     = traces of expect: answer cases that answered / traces of expect: answer cases
---   A metric with a zero denominator is 0.0.
--- Grain: one row per metric (always 6 rows).
+--   low_authority       = cited claims flagged low_authority (only support below what the case requires) / cited claims
+-- Grain: one row per metric (always 7 rows; a metric with a zero denominator is 0.0).
 -- Parameters: $run_id (VARCHAR).
 WITH claims AS (
     SELECT * FROM claim_results WHERE run_id = $run_id
@@ -60,6 +60,11 @@ figures AS (
            (SELECT count(*) FILTER (WHERE NOT abstained) FROM traces WHERE expect = 'answer'),
            (SELECT count(*) FROM traces WHERE expect = 'answer'),
            'traces of expect: answer cases that answered / such traces'
+    UNION ALL
+    SELECT 7, 'low_authority',
+           (SELECT count(*) FILTER (WHERE list_contains(flags, 'low_authority')) FROM generated WHERE n_citations > 0),
+           (SELECT count(*) FROM generated WHERE n_citations > 0),
+           'cited claims resting only on sources below the authority their case requires / cited claims'
 )
 SELECT position, metric, numerator, denominator,
        CASE WHEN denominator = 0 THEN 0.0 ELSE round(numerator / denominator, 4) END AS value,

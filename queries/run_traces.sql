@@ -29,7 +29,7 @@ WITH usable AS (  -- the columns read below, by name: the CTE is read several ti
            s.question, s.case_id, s.principal_groups, s.as_of, coalesce(d.chunk_ids, s.chunk_id) AS chunk_id,
            s.answer, s.answer_format, s.abstained, s.claim_text, s.evidence_claim, s.evidence_chunk, s.evidence_quote,
            s.map_label, s.map_chunk_id, s.map_version, s.res_marker, s.res_chunk_id, s.res_version, s.res_uri,
-           s.ren_label, s.ren_uri, s.ren_chunk_id
+           s.ren_label, s.ren_uri, s.ren_chunk_id, s.ren_title, s.ren_preview
     FROM spans AS s
     LEFT JOIN t_oi_docs AS d ON d.trace_id = s.trace_id AND d.span_id = s.span_id
     WHERE (s.schema_version IS NULL OR list_contains($schema_versions, s.schema_version))
@@ -137,6 +137,7 @@ SELECT
     -- the first stage in chain order that has only unreadable spans: its claims are not_evaluable
     u.err.stage AS unreadable_stage, u.err.span AS unreadable_span, u.err.error AS unreadable_error,
     g.expect,
+    g.require_rank,  -- the least authority (1 primary, 2 secondary) the case's claims must rest on
     -- who asked, as the trace says: [] is a principal with no groups, NULL one the trace does not
     -- name (access is then not evaluable). Never the gold case's groups: a case describes the
     -- request it expects, not the one that was made
@@ -164,7 +165,9 @@ SELECT
         AS map_version,
     c.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_chunk_id,
     res.res_version, res.res_uri,
-    c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id
+    c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id,
+    -- what the page showed with each link besides it: a title, a preview (content on only)
+    ren.ren_title, ren.ren_preview
 FROM cased AS c
 CROSS JOIN LATERAL (SELECT CASE
         WHEN c.retrieval_span IS NULL AND c.retrieval_error IS NOT NULL THEN {'stage': 'retrieval', 'span': c.retrieval_error.span, 'error': c.retrieval_error.error}

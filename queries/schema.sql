@@ -111,6 +111,9 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS ren_title VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS ren_preview VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS acl_group VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS acl_count BIGINT[];
+-- retrieval spans: each chunk's uri and title (an answer's URLs, locators and titles are checked against them)
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_uri VARCHAR[];
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_title VARCHAR[];
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (

@@ -184,6 +184,7 @@ def test_citation_metrics_empty_and_mixed(store: duckdb.DuckDBPyConnection) -> N
         ("unsupported_answers", 0, 0, 0.0),
         ("abstention_rate", 0, 0, 0.0),
         ("answer_coverage", 0, 0, 0.0),
+        ("low_authority", 0, 0, 0.0),
     ]
     add_run(store, "r1", T0)
     claim(store, "r1", "t1", "c1", "a", "ok", cites=2, aligned=2)
@@ -191,6 +192,8 @@ def test_citation_metrics_empty_and_mixed(store: duckdb.DuckDBPyConnection) -> N
     claim(store, "r1", "t2", "c2", "a", "uncited", cites=0, aligned=0)
     # a contradicted claim citing its gold chunk: the citation is not aligned (its evidence entails nothing)
     claim(store, "r1", "t3", "c3", "a", "grounding", cites=1, aligned=1, label="contradicted")
+    # right and cited, but only from a forum post where the case asks for policy
+    claim(store, "r1", "t5", "c5", "a", "ok", cites=1, aligned=1, flags=["low_authority"])
     claim(
         store,
         "r1",
@@ -206,12 +209,13 @@ def test_citation_metrics_empty_and_mixed(store: duckdb.DuckDBPyConnection) -> N
     )
     rows = run(store, "report_citation_metrics", run_id="r1")
     assert [r[:5] for r in rows] == [
-        (1, "validity", 4, 5, 0.8),
-        (2, "completeness", 3, 4, 0.75),
-        (3, "aligned_precision", 2, 5, 0.4),  # invalid citations in the denominator too
-        (4, "unsupported_answers", 1, 3, 0.3333),
-        (5, "abstention_rate", 1, 4, 0.25),
-        (6, "answer_coverage", 3, 3, 1.0),
+        (1, "validity", 5, 6, 0.8333),
+        (2, "completeness", 4, 5, 0.8),
+        (3, "aligned_precision", 3, 6, 0.5),  # invalid citations in the denominator too
+        (4, "unsupported_answers", 1, 4, 0.25),
+        (5, "abstention_rate", 1, 5, 0.2),
+        (6, "answer_coverage", 4, 4, 1.0),
+        (7, "low_authority", 1, 4, 0.25),  # the uncited claim is not in the denominator
     ]
     assert rows[0][5] == "citations that point into the context the model saw / all citations"
 
@@ -312,6 +316,7 @@ def test_every_bucket_run_through_funnel_metrics_trend_and_regressions(
         ("unsupported_answers", 1, N, round(1 / N, 4)),
         ("abstention_rate", 0, N, 0.0),
         ("answer_coverage", N, N, 1.0),
+        ("low_authority", 0, N + 1, 0.0),
     ]
     assert run(store, "report_trend", since=None) == [
         (dt.date(2026, 8, 10), "r2", b, 2 if b == "ok" else 1) for b in sorted(BUCKETS)

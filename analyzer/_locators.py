@@ -1,0 +1,138 @@
+"""Locators an answer names in its prose, and the sources that have them (issue #23 item 5).
+
+An answer may point its reader somewhere besides its markers, in a claim or in its reference list
+("[1] https://..."; an entry counts for every claim citing its label): a URL ("confirm at https://..."), a
+page, section or paragraph ("see section 4.2, page 17", "§3", "paragraph 2") or a document's title
+in quotes ('the "Returns Handbook"'). Each must come from a supplied source: a retrieved chunk's
+uri or title (as its retrieval span recorded them), or an entry of the gold corpus (its uri, title,
+chunk id or text). One that none has is invented: ``invalid_citation`` at generation, the locator
+in the reason (``queries/invented_locators.sql``).
+
+Text work only, once per distinct text: :func:`locators` reads a text's locators; :func:`tables`
+writes, for the slice's claims and the sources they may come from, the locator tables the SQL joins:
+``t_claim_locators`` (text, kind, value, shown) and ``t_source_locators`` (text, kind, value).
+A locator is (kind, value): ``url`` with the URL normalised (scheme and host lower case, no
+trailing punctuation, slash, query or fragment), ``section`` / ``page`` / ``paragraph`` with the
+number as written ("4.2"), ``title`` case folded with its spaces collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import duckdb
+import polars as pl
+
+from ._store import register_frame, sql
+
+KINDS: Final = ("url", "section", "page", "paragraph", "title")
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`\]\[)(]+", re.IGNORECASE)
+_NUMBER = r"(\d+(?:\.\d+)*[a-z]?)\b"
+_SECTION = re.compile(r"(?:\bsections?|\bsec\.|§{1,2})\s*" + _NUMBER, re.IGNORECASE)
+_PAGE = re.compile(r"(?:\bpages?|\bpp?\.|\bpg\.)\s*" + _NUMBER, re.IGNORECASE)
+_PARAGRAPH = re.compile(r"(?:\bparagraphs?|\bparas?\.?|¶)\s*" + _NUMBER, re.IGNORECASE)
+#: a numbered heading in a source's text ("4.2 Refunds"): the source has that section
+_HEADING = re.compile(r"(?m)^\s*#*\s*(\d+(?:\.\d+)+)\.?\s+\w")
+#: a title in quotes: two to twelve words, each word of four letters or more capitalised
+_QUOTED = re.compile(r"[\"“]([^\"“”\n]{3,120})[\"”]")
+_SMALL = frozenset("a an and at by for from in of on or the to with".split())
+#: a cheap SQL test for a text worth reading here (regexp_matches, case-insensitive)
+PREFILTER: Final = r"https?://|sections?\b|sec\.|§|pages?\b|\bpp?\.|pg\.|paragraphs?\b|\bparas?\b|¶|[\"“]"
+_TRAILING = ".,;:!?'\"’”)]}>"
+
+
+def normal_url(url: str) -> str:
+    """A URL as compared: scheme and host lower case; trailing punctuation, slash, query, fragment cut."""
+    url = url.strip().rstrip(_TRAILING)
+    url = re.split(r"[?#]", url, maxsplit=1)[0].rstrip("/")
+    m = re.match(r"(?i)(https?://)([^/]*)(.*)", url)
+    return (m.group(1).lower() + m.group(2).lower() + m.group(3)) if m else url
+
+
+def _title(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _is_title(words: list[str]) -> bool:
+    big = [w for w in words if w.lower() not in _SMALL]
+    return 2 <= len(words) <= 12 and bool(big) and all(w[:1].isupper() or not w[:1].isalpha() for w in big)
+
+
+def locators(text: str, *, headings: bool = False) -> list[tuple[str, str, str]]:
+    """Each locator ``text`` names, once: (kind, value, as written). ``headings``: a source's text, whose
+    numbered headings ("4.2 Refunds") are sections it has."""
+    found: dict[tuple[str, str], str] = {}
+
+    def add(kind: str, value: str, shown: str) -> None:
+        found.setdefault((kind, value), shown)
+
+    for m in _URL.finditer(text):
+        shown = m.group(0).rstrip(_TRAILING)
+        add("url", normal_url(shown), shown)
+    rest = _URL.sub(" ", text)  # a URL's path is no section or page
+    for kind, pattern in (("section", _SECTION), ("page", _PAGE), ("paragraph", _PARAGRAPH)):
+        for m in pattern.finditer(rest):
+            add(kind, m.group(1).lower(), m.group(0))
+    if headings:
+        for m in _HEADING.finditer(rest):
+            add("section", m.group(1), m.group(1))
+    for m in _QUOTED.finditer(rest):
+        inner = m.group(1).strip().rstrip(",.;:")
+        if _is_title(inner.split()):
+            add("title", _title(inner), m.group(0))
+    return [(k, v, shown) for (k, v), shown in found.items()]
+
+
+_SCHEMA_CLAIM = {"text": pl.Utf8, "kind": pl.Utf8, "value": pl.Utf8, "shown": pl.Utf8}
+_SCHEMA_SOURCE = {"text": pl.Utf8, "kind": pl.Utf8, "value": pl.Utf8}
+# the slice's claim texts that may name a locator (t_gen_claims: gen_claims.sql), and the entries of its
+# answers' reference lists (t_answer_refs: "[1] https://...", the source a label stands for)
+_CLAIM_TEXTS = (
+    "SELECT DISTINCT text FROM (SELECT text FROM t_gen_claims UNION ALL SELECT text FROM t_answer_refs) "
+    "WHERE text IS NOT NULL AND regexp_matches(text, $p, 'i')"
+)
+# what a supplied source may have a locator in: its uri (the whole uri is one), title, id and text
+_SOURCE_TEXTS = """
+SELECT DISTINCT x FROM (
+    SELECT unnest([uri, title, chunk_id, text]) AS x FROM t_gold_chunks
+    UNION ALL
+    SELECT unnest(coalesce(chunk_uri, []) || coalesce(chunk_title, [])) FROM spans
+    WHERE stage = 'retrieval' AND (chunk_uri IS NOT NULL OR chunk_title IS NOT NULL)
+      AND trace_id IN (SELECT trace_id FROM t_traces)
+) WHERE x IS NOT NULL AND x <> ''
+"""
+
+
+def invented(con: duckdb.DuckDBPyConnection) -> None:
+    """t_invented: the slice's claims that name a locator no supplied source has, or a URL only untrusted
+    sources give (``queries/invented_locators.sql``); empty at no cost when no claim names a locator."""
+    if tables(con):
+        con.execute(sql("invented_locators"))
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE t_invented (trace_id VARCHAR, claim_idx BIGINT, invented VARCHAR[], "
+            "untrusted_links VARCHAR[], link_sources VARCHAR[])"
+        )
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """t_claim_locators and t_source_locators for the slice (empty, and no source read, when no claim of
+    the slice names a locator); whether any claim names one."""
+    claim_rows = [
+        (text, kind, value, shown)
+        for (text,) in con.execute(_CLAIM_TEXTS, {"p": PREFILTER}).fetchall()
+        for kind, value, shown in locators(text)
+    ]
+    source_rows: list[tuple[str, str, str]] = []
+    if claim_rows:
+        for (text,) in con.execute(_SOURCE_TEXTS).fetchall():
+            source_rows += [(text, kind, value) for kind, value, _ in locators(text, headings=True)]
+            if _URL.fullmatch(text.strip()):  # a uri is its own locator, whatever its form
+                source_rows.append((text, "url", normal_url(text)))
+            if 0 < len(text) <= 200 and "\n" not in text:  # a title (a uri or id too: harmless)
+                source_rows.append((text, "title", _title(text)))
+    register_frame(con, "t_claim_locators", pl.DataFrame(claim_rows, schema=_SCHEMA_CLAIM, orient="row"))
+    register_frame(con, "t_source_locators", pl.DataFrame(source_rows, schema=_SCHEMA_SOURCE, orient="row"))
+    return bool(claim_rows)
