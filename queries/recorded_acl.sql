@@ -4,7 +4,8 @@
 --   belong to each chunk, -1 for a chunk with none). This cuts the flat list back into one
 --   ACL per chunk. classify.sql checks access on these beside the gold corpus's ACLs: a chunk
 --   the index returned with its ACL leaks when it goes further for a principal outside it
---   (into the context, a citation or the page). Only spans that recorded an ACL are read.
+--   (into the context, a citation or the page). Only spans that recorded an ACL are read, and
+--   an empty ACL (acl: [], count 0) restricts nothing: an index's filter lets such a chunk through.
 -- Grain: one row per (trace, chunk id, ACL) a retrieval span of the slice recorded.
 -- Parameters: none. Reads: spans, t_traces (trace_id).
 CREATE OR REPLACE TEMP TABLE t_recorded_acl AS
@@ -23,4 +24,4 @@ cut AS (         -- chunk i's groups start after every earlier chunk's
 SELECT DISTINCT trace_id, chunk_id,
        list_sort(list_slice(coalesce(acl_group, []), before + 1, before + n)) AS acl
 FROM cut
-WHERE n >= 0 AND chunk_id IS NOT NULL;
+WHERE n > 0 AND chunk_id IS NOT NULL;  -- an empty ACL is no restriction, as the apps' own filters read it

@@ -214,3 +214,20 @@ def test_with_content_off_the_preview_is_not_recorded_and_the_title_still_leaks(
     (ret,) = [s for s in read_trace_files(trace_dir) if s["attributes"].get("citeline.stage") == "retrieval"]
     assert ret["attributes"]["citeline.chunks.acl_group"] == ["staff"]
     assert ret["attributes"]["citeline.chunks.acl_count"] == [-1, 1]
+
+
+def test_an_empty_index_acl_is_public_as_the_apps_filter_reads_it(tmp_path: Path) -> None:
+    """An index whose public chunks carry ``acl: []`` (the LangChain example's; its filter lets such a
+    chunk through to anyone): no restriction, so a request that names no principal is checked as any
+    other, not held not_evaluable for a chunk nobody restricted."""
+    t = make_tracing(tmp_path)
+    try:
+        with request(question=QUESTION, case_id="free-shipping", as_of="2026-08-10"):
+            hits = _search(QUESTION, [dict(PUBLIC_CHUNK, acl=[])])
+            _page(_answer(_trim(QUESTION, hits)), [PUBLIC_LINK])
+    finally:
+        t.handle.shutdown()
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(GOLD.replace("ACL", ""))
+    [row] = analyze(tmp_path / "s.duckdb", gold=gold, traces=[t.trace_dir]).claims.to_dicts()
+    assert (row["gold_claim_id"], row["bucket"], row["stage"], row["flags"]) == ("over-50", "ok", None, [])
