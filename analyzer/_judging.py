@@ -194,18 +194,18 @@ WHERE coalesce(t, '') <> '' AND id NOT IN (SELECT chunk_id FROM t_gold_chunks WH
 GROUP BY id
 """
 
-#: corpus basis: each claim whose citation does not support it (or that cites nothing), with each other
-#: chunk of its context; judged to tell attribution (another chunk there supports it) from grounding
-_CONTEXT_PAIRS = """
-SELECT DISTINCT g.text, c.chunk_id
+#: corpus basis: each claim whose citation does not support it (or that cites nothing), with the other
+#: chunks of its context (sorted: the key classify.sql joins on); judged to tell attribution (the rest of
+#: the context supports it) from grounding (nothing there does)
+_CONTEXT_SETS = """
+SELECT DISTINCT g.text, list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) AS others
 FROM t_gen_claims AS g
 JOIN t_traces AS t USING (trace_id)
 LEFT JOIN t_judged_cited AS jc ON jc.text = g.text AND jc.cited = list_sort(g.cited) AND jc.quotes = g.quotes
-CROSS JOIN unnest(t.context) AS c(chunk_id)
 WHERE t.case_id IS NULL AND g.factual AND len(g.joins) = 0
   AND (len(g.cited) = 0 AND len(g.invalid) = 0 OR jc.label IN ('contradicted', 'insufficient'))
-  AND NOT list_contains(g.cited, c.chunk_id)
-ORDER BY g.text, c.chunk_id
+  AND len(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) > 0
+ORDER BY ALL
 """
 
 
@@ -319,21 +319,40 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
 def _judge_context(
     con: duckdb.DuckDBPyConnection, judge: CachedJudge, texts: dict[str, str], sources: _Sources | None
 ) -> None:
-    """t_judged_context (text, chunk_id, label, rationale): corpus-basis claims against each other chunk in
-    their context, one judgment per (claim, chunk), cached like every other."""
-    pairs = con.execute(_CONTEXT_PAIRS).fetchall()
-    results = judge.many([_item(t, [texts.get(c, "")], [], [], "", sources, [c]) for t, c in pairs])
+    """t_judged_context (text, others, label, rationale, supporting): each corpus-basis claim its citation does
+    not support, against the other chunks of its context as one evidence set: one judgment per (claim, set),
+    cached like every other. Most such claims are supported by nothing there (grounding) and cost that one
+    judgment; only a claim the set supports is judged against each of its chunks, to name the ones that
+    support it (``supporting``; all of them when only the set together does)."""
+    sets = con.execute(_CONTEXT_SETS).fetchall()
+    results = judge.many([_item(t, [texts.get(c, "") for c in ids], [], [], "", sources, ids) for t, ids in sets])
+    supported = [i for i, r in enumerate(results) if r[0] == "entailed"]
+    singles = [(i, c) for i in supported for c in sets[i][1]]
+    each = judge.many([_item(sets[i][0], [texts.get(c, "")], [], [], "", sources, [c]) for i, c in singles])
+    supporting: list[list[str]] = [[] for _ in sets]
+    for (i, c), r in zip(singles, each, strict=True):
+        if r[0] == "entailed":
+            supporting[i].append(c)
+    for i in supported:
+        supporting[i] = supporting[i] or list(sets[i][1])  # only the set together supports it
     register_frame(
         con,
         "t_judged_context",
         columns_table(
             {
-                "text": [t for t, _c in pairs],
-                "chunk_id": [c for _t, c in pairs],
+                "text": [t for t, _ids in sets],
+                "others": [list(ids) for _t, ids in sets],
                 "label": [r[0] for r in results],
                 "rationale": [r[1] for r in results],
+                "supporting": supporting,
             },
-            dict.fromkeys(("text", "chunk_id", "label", "rationale"), pl.Utf8),
+            {
+                "text": pl.Utf8,
+                "others": pl.List(pl.Utf8),
+                "label": pl.Utf8,
+                "rationale": pl.Utf8,
+                "supporting": pl.List(pl.Utf8),
+            },
         ),
     )
 

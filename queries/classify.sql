@@ -19,7 +19,7 @@
 --   t_gen_claims (with joins: gen_claims.sql), t_match,
 --   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
 --   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (trace_id, abstains),
---   t_judged_context (text, chunk_id, label, rationale: corpus basis, each other chunk of the context),
+--   t_judged_context (text, others, label, rationale, supporting: corpus basis, the rest of the context),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
@@ -165,19 +165,16 @@ answer_rows AS (  -- corpus basis: a trace with no factual claim still gets its 
 rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows UNION ALL SELECT * FROM answer_rows
 ),
-context_support AS (  -- corpus basis: the other chunks of the context that support a claim its citation does not
-    SELECT g.trace_id, g.claim_idx,
-           coalesce(list(j.chunk_id ORDER BY j.chunk_id) FILTER (WHERE j.label = 'entailed'), []) AS supporting,
-           -- a chunk the judge could not decide on might have supported it: then nothing is blamed
-           bool_or(j.label IS NULL OR NOT list_contains($labels, j.label) OR j.label = 'not_applicable') AS undecided,
-           min(j.rationale) FILTER (WHERE j.label IS NULL OR NOT list_contains($labels, j.label)
-                                    OR j.label = 'not_applicable') AS undecided_rationale
+context_support AS (  -- corpus basis: does the rest of the context support a claim its citation does not?
+    SELECT g.trace_id, g.claim_idx, j.supporting,
+           -- the judge could not decide on it: it might have supported the claim, so nothing is blamed
+           j.label IS NULL OR NOT list_contains($labels, j.label) OR j.label = 'not_applicable' AS undecided,
+           j.rationale AS undecided_rationale
     FROM (SELECT * FROM t_gen_claims WHERE text IN (SELECT text FROM t_judged_context)) AS g
     JOIN t_traces AS t USING (trace_id)
-    CROSS JOIN unnest(t.context) AS c(chunk_id)
-    JOIN t_judged_context AS j ON j.text = g.text AND j.chunk_id = c.chunk_id
+    JOIN t_judged_context AS j
+      ON j.text = g.text AND j.others = list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c)))
     WHERE t.case_id IS NULL
-    GROUP BY g.trace_id, g.claim_idx
 ),
 judged AS (
     SELECT r.*, CASE WHEN t.case_id IS NULL THEN 'corpus' ELSE 'gold' END AS basis,

@@ -203,8 +203,10 @@ def test_one_judgment_per_claim_and_cited_set_and_the_cache_is_shared_with_gold_
     twice = analyze(tmp_path / "twice.duckdb", corpus=gold_path(), traces=[tmp_path / "twice"])
     assert twice.claims.height == 2 * once.claims.height == 2 * len(SCENARIOS)
     cited = {(r["claim_text"], tuple(r["cited_chunks"])) for r in once.claims.to_dicts() if r["cited_chunks"]}
-    # one judgment per distinct (claim, cited set), plus the other context chunks of the claims it fails
-    assert len(cited) == 15 and once.judge["asked"] == 15 + 16
+    # one judgment per distinct (claim, cited set); then, for the 8 claims their citation fails (or that cite
+    # nothing), one per (claim, rest of the context); only the 4 the rest supports (attribution, uncited) are
+    # judged chunk by chunk (9 chunks in all), to name the chunk that supports them
+    assert len(cited) == 15 and once.judge["asked"] == 15 + 8 + 9
     assert twice.judge["asked"] == once.judge["asked"]  # twice the traffic, not one judgment more
     db = tmp_path / "s.duckdb"
     gold = analyze(db, gold=gold_path(), traces=[tmp_path / "once"])
