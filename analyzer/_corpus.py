@@ -3,8 +3,9 @@
 A corpus file is any of: a JSON-lines file of corpus records (one chunk a line, the fields of a gold
 file's ``corpus:`` entries: docs/gold-format.md), a gold folder (its ``corpus.jsonl``; ``cases.jsonl``
 is not read), or a YAML/JSON gold file (its ``corpus:`` list; its ``cases:`` are not read). With
-``--gold`` too, the corpus file's chunks join the gold set's corpus; a chunk id both hold is named as
-a duplicate and the gold set's entry is kept.
+``--gold`` too, the corpus file's chunks join the gold set's corpus: a chunk both hold alike is
+read once (a gold set's corpus is usually a part of the full one), a chunk id both hold with other
+fields (text, version, dates, ACL) is named once and the gold set's entry is kept.
 """
 
 from __future__ import annotations
@@ -35,12 +36,18 @@ def load_corpus(path: str | Path) -> GoldSet:
 
 
 def merge(gold: GoldSet, corpus: GoldSet) -> None:
-    """Add ``corpus``'s chunks to ``gold``'s corpus (the gold set's entry wins a shared id, named once)."""
+    """Add ``corpus``'s chunks to ``gold``'s corpus (the gold set's entry wins a shared id; named when the two
+    entries differ)."""
     for cid, chunk in corpus.corpus.items():
+        if cid in gold.corpus and gold.corpus[cid] == chunk:
+            continue
         if cid in gold.corpus:
             gold.errors.append(
                 GoldError(
-                    corpus.source, "-", "chunk_id", f"{cid!r} is also in the gold set's corpus; its entry is kept"
+                    corpus.source,
+                    "-",
+                    "chunk_id",
+                    f"{cid!r} is also in the gold set's corpus, with other fields; the gold set's entry is kept",
                 )
             )
             continue

@@ -327,3 +327,28 @@ def test_analyze_with_a_corpus_jsonl_and_no_gold(tmp_path: Path, capsys: Any) ->
         "citeline: analyze needs a gold set (--gold FILE), a corpus (--corpus FILE) or both (see README.md and docs/ "
         "for more)"
     )
+
+
+def test_gold_and_a_larger_corpus_together_and_rejudge_of_a_corpus_run(tmp_path: Path) -> None:
+    from citeline.analyzer import judges
+    from citeline.analyzer._rejudge import rejudge
+
+    data = yaml.safe_load(gold_path().read_text(encoding="utf-8"))
+    full = [*data["corpus"], {"chunk_id": "memo#1", "doc_id": "memo", "text": MEMO}]
+    full[0] = {**full[0], "title": "Returns policy (renamed in the index)"}  # one entry differs from the gold set's
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(c, default=str) + "\n" for c in full), encoding="utf-8")
+    t = make_tracing(tmp_path)
+    _ask([{"doc_id": "memo", "chunk_id": "memo#1", "version": "1"}], "Gift cards can be exchanged within 30 days [1].")
+    t.handle.shutdown()
+    db = tmp_path / "s.duckdb"
+    result = analyze(db, gold=_some_gold(tmp_path), corpus=corpus, traces=[t.trace_dir])
+    # the 12 chunks both hold alike are read once; the one that differs is named, the gold set's entry kept
+    assert result.problems() == [
+        f"{corpus}:-: chunk_id: 'returns-v4#eligibility-2' is also in the gold set's corpus, with other fields; "
+        "the gold set's entry is kept"
+    ]
+    (row,) = result.claims.to_dicts()  # judged against the chunk only the larger corpus holds
+    assert (row["basis"], row["bucket"], row["support_label"]) == ("corpus", "grounding", "contradicted")
+    done = rejudge(db, result.run_id, judges.load("rules"))  # the run's evidence read again: gold set and corpus
+    assert (done.claims, done.changes) == (1, [])
