@@ -326,6 +326,13 @@ def _judge_context(
     support it (``supporting``; all of them when only the set together does)."""
     sets = con.execute(_CONTEXT_SETS).fetchall()
     results = judge.many([_item(t, [texts.get(c, "") for c in ids], [], [], "", sources, ids) for t, ids in sets])
+    for i, (_t, ids) in enumerate(sets):  # a chunk with no text might have supported it: undecided, not grounding
+        unread = [c for c in ids if not texts.get(c)]
+        if unread and results[i][0] != "entailed":
+            results[i] = (
+                "not_applicable",
+                f"no evidence text for {', '.join(unread)} (neither the corpus nor the trace has it)",
+            )
     supported = [i for i, r in enumerate(results) if r[0] == "entailed"]
     singles = [(i, c) for i in supported for c in sets[i][1]]
     each = judge.many([_item(sets[i][0], [texts.get(c, "")], [], [], "", sources, [c]) for i, c in singles])

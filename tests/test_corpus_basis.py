@@ -352,3 +352,22 @@ def test_gold_and_a_larger_corpus_together_and_rejudge_of_a_corpus_run(tmp_path:
     assert (row["basis"], row["bucket"], row["support_label"]) == ("corpus", "grounding", "contradicted")
     done = rejudge(db, result.run_id, judges.load("rules"))  # the run's evidence read again: gold set and corpus
     assert (done.claims, done.changes) == (1, [])
+
+
+def test_a_rest_of_context_the_judge_cannot_read_blames_nobody(tmp_path: Path) -> None:
+    t = make_tracing(tmp_path)
+    eligibility = {"doc_id": "returns", "chunk_id": "returns-v4#eligibility-2", "version": "v4", "text": GOLD_TEXT}
+    unknown = {"doc_id": "memo", "chunk_id": "memo#9", "version": "1"}  # in no corpus, its text not kept
+    older = {"doc_id": "returns", "chunk_id": "returns-v3#eligibility-2", "version": "v3", "text": "14 days."}
+    _ask([eligibility, unknown, older], "Opened electronics may be returned within 60 days of delivery [1].")
+    generation_span = f"{t.by_stage('generation')[0].context.span_id:016x}"
+    t.handle.shutdown()
+    (row,) = analyze(tmp_path / "s.duckdb", corpus=gold_path(), traces=[t.trace_dir]).claims.to_dicts()
+    # contradicted by what it cites, but memo#9 might have said 60 days: not grounding, not ok
+    assert (row["bucket"], row["stage"], row["span_id"], row["support_label"], row["reason"]) == (
+        "not_evaluable",
+        "generation",
+        generation_span,
+        "contradicted",
+        "judge rules@3 could not decide: no evidence text for memo#9 (neither the corpus nor the trace has it)",
+    )
