@@ -24,6 +24,7 @@ from . import _splitting as splitting
 from . import _structured as structured
 from . import _workers, judges
 from ._claims import skipped_kinds, split_answer
+from ._corpus import load_corpus, merge
 from ._gold import AUTHORITY, GoldError, GoldSet, load_gold, normalise_question
 from ._ingest import PATTERNS, IngestReport, Problem, ingest, not_trace_file, trace_files
 from ._judging import CachedJudge, judge_tables, load_human_labels
@@ -302,9 +303,23 @@ class InputError(Exception):
     """The run cannot start on this input (no trace files, an unreadable gold set); nothing is stored."""
 
 
-def _check_inputs(gold: GoldSet, gold_path: str | Path, traces: Sequence[str | Path] | None) -> None:
-    if gold.unreadable is not None:
-        raise InputError(f"{gold_path}: cannot read the gold set: {gold.unreadable}")
+def _load_evidence(gold: str | Path | None, corpus: str | Path | None) -> tuple[GoldSet, str]:
+    """The gold set a run reads (cases and corpus), from --gold, --corpus or both; and its source's name."""
+    if gold is None and corpus is None:
+        raise InputError("give a gold set (--gold FILE) or a corpus (--corpus FILE), or both")
+    gold_set = load_gold(gold) if gold is not None else GoldSet(source="")
+    if gold is not None and gold_set.unreadable is not None:
+        raise InputError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
+    if corpus is not None:
+        extra = load_corpus(corpus)
+        if extra.unreadable is not None:
+            raise InputError(f"{corpus}: cannot read the corpus: {extra.unreadable}")
+        merge(gold_set, extra)
+    source = str(gold) if gold is not None else ""
+    return gold_set, source + (("; " if source else "") + f"corpus:{corpus}" if corpus is not None else "")
+
+
+def _check_traces(traces: Sequence[str | Path] | None) -> None:
     for p in map(Path, (t for t in traces or () if not is_url(t))):  # object storage: listed when read
         if not p.exists():
             raise InputError(f"--traces {p}: no such file or folder; give the folder your app writes traces to")
@@ -319,7 +334,8 @@ def _check_inputs(gold: GoldSet, gold_path: str | Path, traces: Sequence[str | P
 def analyze(
     db: str | Path = DEFAULT_DB,
     *,
-    gold: str | Path,
+    gold: str | Path | None = None,
+    corpus: str | Path | None = None,
     traces: Sequence[str | Path] | None = None,
     judge: str | Judge = "rules",
     judge_options: Mapping[str, Any] | None = None,
@@ -332,14 +348,17 @@ def analyze(
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> AnalysisResult:
-    """Classify every claim of every trace that answers a gold case; store the run.
+    """Classify every claim of every trace; store the run. A trace that answers a gold case is judged
+    against it (basis ``gold``); every other trace against the corpus and itself alone (basis ``corpus``,
+    docs/analyzer.md "Corpus basis"). ``gold`` is a gold set, ``corpus`` a corpus file (``_corpus``):
+    either or both.
 
     ``attach`` (an attachment policy) and ``exempt`` (the kinds of text that need no citation) override
     the gold file's ``policy:`` for this run; a case's own ``attach:`` still wins (docs/analyzer.md, "How
     an answer becomes claims").
 
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
-    holds no trace file, or the gold set cannot be read at all.
+    holds no trace file, the gold set or the corpus cannot be read at all, or neither is given.
     """
     if attach is not None:
         attach = attach_policy(attach, "attach")
@@ -347,8 +366,8 @@ def analyze(
         exempt = exempt_kinds(exempt if isinstance(exempt, str) else list(exempt), "exempt")
     support_judge = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     keys = structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
-    gold_set = load_gold(gold)
-    _check_inputs(gold_set, gold, traces)
+    gold_set, gold_source = _load_evidence(gold, corpus)
+    _check_traces(traces)
     phrases = [*abstain_phrases, *gold_set.abstain_phrases]  # the gold file may add its own
     own = con is None
     con = con or connect(db)
@@ -387,13 +406,15 @@ def analyze(
                 con,
                 {"part": part, "parts": parts, "lo": lo, "hi": hi, **scope},
                 oi_stats,
-                # coverage: a trace that joined no case is recorded with its reason, then left out
+                # coverage: a trace that joined no case is recorded with its reason (it is judged on the
+                # corpus basis)
                 unmatched=lambda: con.execute(
                     "INSERT INTO unmatched_traces SELECT $r, trace_id, unmatched_reason, candidates "
                     "FROM t_traces WHERE case_id IS NULL",
                     {"r": run_id},
                 ),
                 answer_keys=keys,
+                corpus_basis=True,
             )
             joined_by_content += _identity_by_content(con, unjoined)
             _span_chunks(con, run_id, oi_stats)
@@ -437,13 +458,13 @@ def analyze(
             "UNION SELECT unnest(cited_chunks) FROM claim_results WHERE run_id = $run_id)",
             {"run_id": run_id},
         )
-        con.execute("INSERT INTO case_results " + _sql_text("case_verdicts"), {"run_id": run_id})
+        con.execute("INSERT INTO case_results BY NAME " + _sql_text("case_verdicts"), {"run_id": run_id})
         con.execute(sql("run_feedback"), {"run_id": run_id})  # users' reports: kept, their claims flagged
         con.execute(sql("flag_feedback"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
         con.execute(
             "INSERT INTO missing_cases SELECT $r, case_id FROM t_gold_cases "
-            "WHERE case_id NOT IN (SELECT case_id FROM case_results WHERE run_id = $r)",
+            "WHERE case_id NOT IN (SELECT case_id FROM case_results WHERE run_id = $r AND case_id IS NOT NULL)",
             {"r": run_id},
         )
         traces_read = int(con.execute(_ALL_TRACES_IN_SCOPE, scope).fetchall()[0][0])
@@ -471,7 +492,9 @@ def analyze(
         ).fetchall():
             counts[bucket] = int(n)
         n_cases = int(
-            con.execute("SELECT count(*) FROM case_results WHERE run_id = $r", {"r": run_id}).fetchall()[0][0]
+            con.execute(
+                "SELECT count(*) FROM case_results WHERE run_id = $r AND basis = 'gold'", {"r": run_id}
+            ).fetchall()[0][0]
         )
         con.execute(
             "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
@@ -480,13 +503,13 @@ def analyze(
                 run_id,
                 started,
                 dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                str(gold),
+                gold_source,
                 judges.ident(support_judge),
                 n_cases,
                 sum(counts.values()),
                 report.skipped + len(errors),
                 traces_read,
-                gold_hash(gold),
+                "+".join(gold_hash(p) for p in (gold, corpus) if p is not None),
             ],
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
@@ -500,7 +523,7 @@ def analyze(
             **_usage(support_judge),
         }
         if own and str(db) == ":memory:":  # the store goes with this connection: read the rows now
-            _ = result.claims, result.cases, result.coverage
+            _ = result.claims, result.cases, result.coverage, result.by_basis
         if own:
             result.con = None
         return result
@@ -531,6 +554,7 @@ def join_traces(
     stats: openinference.Stats,
     unmatched: Callable[[], object] | None = None,
     answer_keys: Mapping[str, tuple[str, ...]] | None = None,
+    corpus_basis: bool = False,
 ) -> None:
     """t_traces: the slice's traces joined to their gold cases, each stage filled by the best source
     that observed it (docs/design.md, "Trace sources").
@@ -538,7 +562,8 @@ def join_traces(
     1. each source's documents joined to gold chunks where that is text work (OpenInference:
        ``t_oi_docs``); 2. ``run_traces.sql`` picks each stage's span, citeline's before another
     source's, and joins the trace to at most one case; ``unmatched`` sees the traces that joined
-    none before they are left out; 3. a context no span traced is read off the generation's
+    none; they stay with ``case_id`` NULL when ``corpus_basis`` (judged on the corpus basis), else
+    they are left out; 3. a context no span traced is read off the generation's
     prompt, whichever source recorded prompt and chunks (``_prompt_context``); 4. an answer
     recorded as JSON becomes the structured generation it is (``_structured``).
     """
@@ -549,7 +574,8 @@ def join_traces(
     )
     if unmatched is not None:
         unmatched()
-    con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
+    if not corpus_basis:
+        con.execute("DELETE FROM t_traces WHERE case_id IS NULL")
     prompt_context.read(con, stats)
     _json_answers(con, answer_keys)
 

@@ -53,6 +53,11 @@ RESOLUTION: Final = "resolution"
 OK: Final = "ok"
 
 _RESTRICTED = "restricted {chunks} reached {reached}"
+# the corpus basis cannot tell a retrieval miss or a context drop from the model's own invention
+_NO_GOLD = (
+    "; no gold case, so retrieval cannot be blamed (a retrieval_miss or context_drop needs one: add a case "
+    "for this question)"
+)
 TABLE: Final = (
     Bucket(
         ACCESS_VIOLATION,
@@ -151,6 +156,17 @@ TABLE: Final = (
             Reason("abstained", "generation", "abstained although the evidence was in context"),
             Reason("left_out", "generation", "required claim left out"),
             Reason("judged", "generation", "{label}: {rationale}"),
+            Reason(
+                "corpus_judged",
+                "generation",
+                "{label} by what it cites ({cited}), and nothing else in the context supports it: {rationale}"
+                + _NO_GOLD,
+            ),
+            Reason(
+                "corpus_uncited",
+                "generation",
+                "factual claim without a citation, and nothing in the context supports it" + _NO_GOLD,
+            ),
         ),
     ),
     Bucket(
@@ -158,14 +174,28 @@ TABLE: Final = (
         "is_unmarked",
         "#0e7490",
         "generation output contract",
-        (Reason("no_marker", "generation", "factual claim without a citation"),),
+        (
+            Reason("no_marker", "generation", "factual claim without a citation"),
+            Reason(
+                "corpus_no_marker",
+                "generation",
+                "factual claim without a citation; {supporting} in the context supports it",
+            ),
+        ),
     ),
     Bucket(
         ATTRIBUTION,
         "is_misattributed",
         "#0369a1",
         "evidence mapping",
-        (Reason("elsewhere", "generation", "right claim, but cites {cited}, which is no support bundle"),),
+        (
+            Reason("elsewhere", "generation", "right claim, but cites {cited}, which is no support bundle"),
+            Reason(
+                "corpus_elsewhere",
+                "generation",
+                "cites {cited}, which does not support it ({label}); {supporting} in the context does",
+            ),
+        ),
     ),
     Bucket(
         RESOLUTION,
@@ -187,6 +217,18 @@ TABLE: Final = (
                 "(add @resolution and @render to check the links the user got)",
             ),
             Reason("checked", None, "supported, cited and resolved as the gold set says"),
+            Reason(
+                "corpus_untraced",
+                None,
+                "supported by what it cites (corpus basis: no gold case); resolution and render were not traced "
+                "(add @resolution and @render to check the links the user got)",
+            ),
+            Reason("corpus_checked", None, "supported by what it cites, and resolved (corpus basis: no gold case)"),
+            Reason(
+                "corpus_no_claim",
+                None,
+                "no factual claim to judge; access and every stage checked (corpus basis: no gold case)",
+            ),
         ),
     ),
 )

@@ -85,8 +85,14 @@ def _analyze(args: argparse.Namespace) -> int:
     from ._analyze import InputError, analyze
     from ._policy import PolicyError
 
-    if not Path(args.gold).exists():
+    if args.gold is None and args.corpus is None:
+        _err(f"citeline: analyze needs a gold set (--gold FILE), a corpus (--corpus FILE) or both ({DOCS})")
+        return 2
+    if args.gold is not None and not Path(args.gold).exists():
         _err(f"citeline: gold file {args.gold} does not exist; pass --gold FILE ({DOCS})")
+        return 2
+    if args.corpus is not None and not Path(args.corpus).exists():
+        _err(f"citeline: corpus file {args.corpus} does not exist; pass --corpus FILE ({DOCS})")
         return 2
     show = _progress(args)
     judge = _load_judge(args)
@@ -106,6 +112,7 @@ def _analyze(args: argparse.Namespace) -> int:
         result = analyze(
             args.db,
             gold=args.gold,
+            corpus=args.corpus,
             traces=args.traces or None,
             judge=judge,
             labels=args.labels,
@@ -136,8 +143,8 @@ def _analyze(args: argparse.Namespace) -> int:
         why = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items())) or "no traces"
         where = "under " + ", ".join(args.traces) if args.traces else "in the store"
         _err(
-            f"citeline: none of the {cov['traces']} trace(s) {where} joined a gold case ({why}); "
-            "nothing was classified: check the case ids and questions against the gold set",
+            f"citeline: none of the {cov['traces']} trace(s) {where} has a request span to judge ({why}); "
+            "nothing was classified: wrap each request in citeline's request() (docs/instrumentation.md)",
         )
         return 1
     return 0
@@ -445,7 +452,10 @@ def _open_for_reading(db: str) -> Any:
     has_flags = con.execute(  # the bucket table's columns (a store no analyze of this version opened yet)
         "SELECT count(*) FROM information_schema.columns WHERE table_name = 'bucket_order' AND column_name = 'flag'"
     ).fetchall()[0][0]
-    if {"unmatched_traces", "missing_cases"} <= tables and has_flags:
+    has_basis = con.execute(  # claim_results.basis (a store no analyze of this version opened yet)
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'claim_results' AND column_name = 'basis'"
+    ).fetchall()[0][0]
+    if {"unmatched_traces", "missing_cases"} <= tables and has_flags and has_basis:
         return con
     con.close()
     return connect(db)
@@ -473,7 +483,9 @@ def _report(args: argparse.Namespace) -> int:
         gates = [parse_gate(g) for g in args.fail_on or []]
         con = _open_for_reading(args.db)
         try:
-            report = build_report(con, args.run, previous=args.baseline, phoenix_url=_phoenix_url(args))
+            report = build_report(
+                con, args.run, previous=args.baseline, phoenix_url=_phoenix_url(args), basis=args.basis
+            )
         finally:
             con.close()
     except ReportError as exc:
@@ -574,7 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
         "on the input: unmatched>N (traces that joined no case), coverage<N%% (joined/traces), "
         "missing_cases>N (gold cases no trace answered); a citation metric, e.g. aligned_precision<0.9 or "
         "validity<95%%; regressions>0 (app regressions since the run compared with: a judge or gold change is "
-        "never one). Repeatable. A run with no claims fails every gate",
+        "never one). A bucket gate counts one basis with @gold or @corpus, e.g. 'grounding>0@corpus'. "
+        "Repeatable. A run with no claims fails every gate",
     )
     rep.add_argument(
         "--allow-empty",
@@ -582,6 +595,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="let gates pass on a run that classified no claims (otherwise that is a failure)",
     )
     rep.add_argument("--phoenix", help="Phoenix base URL for span links (or CITELINE_PHOENIX_URL)")
+    rep.add_argument(
+        "--basis",
+        choices=("gold", "corpus"),
+        help="only the claims judged on this basis: gold (traces that joined a gold case) or corpus (the rest, "
+        "judged against the corpus alone); coverage always counts both",
+    )
     rep.add_argument(
         "--baseline",
         metavar="RUN",
@@ -619,15 +638,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     an = add(
         "analyze",
-        "join traces to a gold set and give every claim its failure bucket",
-        "citeline analyze --traces traces/ --gold gold.yaml --format json",
+        "join traces to a gold set (or judge them on the corpus alone) and give every claim its failure bucket",
+        "citeline analyze --traces traces/ --gold gold.yaml --format json\n"
+        "         citeline analyze --traces traffic/ --corpus corpus.jsonl   # production traffic, no gold cases",
     )
     an.add_argument(
         "--traces",
         action="append",
         help="trace file or folder (repeatable); without it, what is already in the store",
     )
-    an.add_argument("--gold", required=True, help="gold YAML/JSON file, or a folder with corpus.jsonl + cases.jsonl")
+    an.add_argument(
+        "--gold",
+        help="gold YAML/JSON file, or a folder with corpus.jsonl + cases.jsonl (traces that join none of its cases "
+        "are judged on the corpus basis)",
+    )
+    an.add_argument(
+        "--corpus",
+        help="a corpus without cases: a JSON-lines file of corpus records, or a gold file/folder whose corpus is "
+        "read; every trace no gold case joins is judged against it alone (corpus basis, docs/analyzer.md)",
+    )
     an.add_argument("--db", default=DEFAULT_DB, help=f"store file (default {DEFAULT_DB})")
     _judge_args(an)
     an.add_argument("--labels", help="human labels (CSV or JSONL: trace_id, claim, label); they override the judge")

@@ -1,8 +1,10 @@
 """Support judgments for a run: asked once per distinct claim/evidence pair, cached in the store.
 
 ``judge_tables`` fills ``t_judged_gold`` (matched claims against their gold support
-bundles, and quote fidelity against what they cite) and ``t_judged_cited`` (unmatched
-claims against what they cite) for classify.sql; ``load_human_labels`` reads the
+bundles, and quote fidelity against what they cite), ``t_judged_cited`` (unmatched
+claims, gold or corpus basis, against what they cite: one judgment per claim and cited
+chunk set) and ``t_judged_context`` (corpus basis: a claim its citation does not support,
+against each other chunk of its context) for classify.sql; ``load_human_labels`` reads the
 labels people gave, which override any judge. A judge that reads context (the llm
 judge's prompt 2) is also given each claim's question and each evidence chunk's
 gold corpus entry (``judges.Source``).
@@ -180,8 +182,39 @@ def _questions(
     }
 
 
+#: the text each chunk the corpus does not hold was served with, as the run's traces recorded it
+#: (record_content=True: a citeline retrieval span's chunk text, an OpenInference document's content)
+_SERVED_TEXT = """
+SELECT id, any_value(t ORDER BY t) FROM (
+    SELECT unnest(chunk_id) AS id, unnest(coalesce(chunk_text, oi_doc_text)) AS t FROM spans
+    WHERE stage IN ('retrieval', 'context') AND (chunk_text IS NOT NULL OR oi_doc_text IS NOT NULL)
+      AND trace_id IN (SELECT trace_id FROM t_traces)
+)
+WHERE coalesce(t, '') <> '' AND id NOT IN (SELECT chunk_id FROM t_gold_chunks WHERE text <> '')
+GROUP BY id
+"""
+
+#: corpus basis: each claim whose citation does not support it (or that cites nothing), with the other
+#: chunks of its context (sorted: the key classify.sql joins on); judged to tell attribution (the rest of
+#: the context supports it) from grounding (nothing there does)
+_CONTEXT_SETS = """
+SELECT DISTINCT g.text, list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) AS others
+FROM t_gen_claims AS g
+JOIN t_traces AS t USING (trace_id)
+LEFT JOIN t_judged_cited AS jc ON jc.text = g.text AND jc.cited = list_sort(g.cited) AND jc.quotes = g.quotes
+WHERE t.case_id IS NULL AND g.factual AND len(g.joins) = 0
+  AND (len(g.cited) = 0 AND len(g.invalid) = 0 OR jc.label IN ('contradicted', 'insufficient'))
+  AND len(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) > 0
+ORDER BY ALL
+"""
+
+
 def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJudge) -> None:
+    """t_judged_gold, t_judged_cited and (corpus basis) t_judged_context, asked in as few batches as the
+    dependencies allow: a context judgment is asked only for a claim its citation does not support."""
+    # a chunk's text: the corpus's, else the one the traces served it with (a corpus that is not complete)
     texts = {cid: c.text for cid, c in gold.corpus.items()}
+    texts.update((cid, t) for cid, t in con.execute(_SERVED_TEXT).fetchall())
     claims = {(case.case_id, c.claim_id): c for case in gold.cases.values() for c in case.claims}
     # each gold claim's bundles as evidence texts, made once: thousands of generated claims meet each
     bundles = {k: [[texts.get(x, "") for x in b] for b in c.support or [[]]] for k, c in claims.items()}
@@ -279,7 +312,56 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
             },
         ),
     )
+    _judge_context(con, judge, texts, sources)
     judge.flush()
+
+
+def _judge_context(
+    con: duckdb.DuckDBPyConnection, judge: CachedJudge, texts: dict[str, str], sources: _Sources | None
+) -> None:
+    """t_judged_context (text, others, label, rationale, supporting): each corpus-basis claim its citation does
+    not support, against the other chunks of its context as one evidence set: one judgment per (claim, set),
+    cached like every other. Most such claims are supported by nothing there (grounding) and cost that one
+    judgment; only a claim the set supports is judged against each of its chunks, to name the ones that
+    support it (``supporting``; all of them when only the set together does)."""
+    sets = con.execute(_CONTEXT_SETS).fetchall()
+    results = judge.many([_item(t, [texts.get(c, "") for c in ids], [], [], "", sources, ids) for t, ids in sets])
+    for i, (_t, ids) in enumerate(sets):  # a chunk with no text might have supported it: undecided, not grounding
+        unread = [c for c in ids if not texts.get(c)]
+        if unread and results[i][0] != "entailed":
+            results[i] = (
+                "not_applicable",
+                f"no evidence text for {', '.join(unread)} (neither the corpus nor the trace has it)",
+            )
+    supported = [i for i, r in enumerate(results) if r[0] == "entailed"]
+    singles = [(i, c) for i in supported for c in sets[i][1]]
+    each = judge.many([_item(sets[i][0], [texts.get(c, "")], [], [], "", sources, [c]) for i, c in singles])
+    supporting: list[list[str]] = [[] for _ in sets]
+    for (i, c), r in zip(singles, each, strict=True):
+        if r[0] == "entailed":
+            supporting[i].append(c)
+    for i in supported:
+        supporting[i] = supporting[i] or list(sets[i][1])  # only the set together supports it
+    register_frame(
+        con,
+        "t_judged_context",
+        columns_table(
+            {
+                "text": [t for t, _ids in sets],
+                "others": [list(ids) for _t, ids in sets],
+                "label": [r[0] for r in results],
+                "rationale": [r[1] for r in results],
+                "supporting": supporting,
+            },
+            {
+                "text": pl.Utf8,
+                "others": pl.List(pl.Utf8),
+                "label": pl.Utf8,
+                "rationale": pl.Utf8,
+                "supporting": pl.List(pl.Utf8),
+            },
+        ),
+    )
 
 
 def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldError]]:

@@ -281,7 +281,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, records: list[dict[st
         for f in r["failing"]:
             where = f" at {f['stage']}" if f["stage"] else ""
             span = f", span {f['span_id']}" if f["span_id"] else ""
-            claim = f"{f['case_id']}/{f['gold_claim_id'] or '(extra claim)'}"
+            claim = f"{f['case_id'] or '(corpus basis)'}/{f['gold_claim_id'] or '(extra claim)'}"
             terminalreporter.write_line(f"{f['bucket']} {t(r['nodeid'])} {t(claim)}{where}{span}: {t(f['reason'])}")
     out = config.getoption("citeline_html")
     if out and not hasattr(config, "workerinput"):

@@ -53,7 +53,14 @@ def rejudge(db: str | Path, run_id: str, judge: Any, gold: str | Path | None = N
             (t, c, k): (lab, b)
             for t, c, k, lab, b in mem.execute(_CLAIMS.format(table="src.claim_results"), {"r": run_id}).fetchall()
         }
-        result = analyze(":memory:", gold=gold or gold_source, judge=judge, con=mem)
+        gold_part, _, corpus_part = str(gold_source).partition("corpus:")  # "GOLD; corpus:FILE" (_analyze)
+        result = analyze(
+            ":memory:",
+            gold=gold or gold_part.removesuffix("; ") or None,
+            corpus=corpus_part or None,
+            judge=judge,
+            con=mem,
+        )
         new = {
             (t, c, k): (lab, b)
             for t, c, k, lab, b in mem.execute(_CLAIMS.format(table="claim_results"), {"r": result.run_id}).fetchall()

@@ -57,6 +57,8 @@ class Report:
     evaluator_changes: list[dict[str, Any]] = field(default_factory=list)  # runs whose judge or gold changed
     compared_with: str | None = None  # the run the regressions compare with (previous, or --baseline)
     skipped_text: dict[str, int] = field(default_factory=dict)  # text that was no claim, per kind
+    basis: str | None = None  # the basis the report is filtered to (--basis), None for every row
+    by_basis: dict[str, dict[str, int]] = field(default_factory=dict)  # basis -> bucket -> claims (report_basis)
 
     @property
     def regression_count(self) -> int:
@@ -77,6 +79,8 @@ class Report:
         if c.get("traces") is None:
             return "coverage: not recorded for this run (stored by an older citeline)"
         line = f"coverage: {c['joined']} of {c['traces']} trace(s) joined a gold case ({_pct(c['coverage'])})"
+        if c.get("corpus"):
+            line += f"; {c['corpus']} judged on the corpus basis (no gold case)"
         if c["unmatched_by_reason"]:
             line += "; not joined: " + ", ".join(f"{u['traces']} {u['reason']}" for u in c["unmatched_by_reason"])
         if c["missing_cases"]:
@@ -86,6 +90,16 @@ class Report:
     @property
     def total_claims(self) -> int:
         return sum(int(b["claims"]) for b in self.buckets)
+
+    @property
+    def basis_line(self) -> str | None:
+        """Claims on each basis, in one line (None for a run with no corpus-basis rows and no filter)."""
+        totals = {b: sum(n.values()) for b, n in self.by_basis.items()}
+        if not totals.get("corpus") and self.basis is None:
+            return None
+        failing = {b: sum(k for bucket, k in n.items() if bucket != "ok") for b, n in self.by_basis.items()}
+        line = "basis: " + ", ".join(f"{totals[b]} claim(s) on {b} ({failing[b]} failing)" for b in totals)
+        return line + (f"; this report shows {self.basis} only" if self.basis else "")
 
     def span_link(self, span_id: str | None) -> str | None:
         return span_url(self.phoenix_url, span_id)
@@ -111,6 +125,8 @@ class Report:
             "failing_claims": failing,
             "skipped_text": self.skipped_text,
             "gates": self.gates,
+            "basis": self.basis,
+            "by_basis": self.by_basis,
             "agreement": self.agreement,
             "compared_with": self.compared_with,
             "evaluator_changes": self.evaluator_changes,
@@ -148,25 +164,30 @@ def build_report(
     previous: str | None = None,
     phoenix_url: str | None = None,
     worst: int = 10,
+    basis: str | None = None,
 ) -> Report:
-    """Run every report query for one run."""
+    """Run every report query for one run; with ``basis`` ('gold' | 'corpus') only that basis's rows count
+    (coverage always counts both)."""
+    if basis not in (None, *BASES):
+        raise ReportError(f"unknown basis {basis!r}: write gold or corpus (docs/reports.md)")
     run_id, started = resolve_run(con, run)
     if previous is not None:
         previous = resolve_run(con, previous)[0]  # a --baseline that names no run is an error, not silence
     p = {"run_id": run_id}
+    f = {**p, "basis": basis}
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     return Report(
         run_id=run_id,
         started_at=started,
-        buckets=_rows(con, "report_buckets", p),
+        buckets=_rows(con, "report_buckets", f),
         coverage=_rows(con, "report_coverage", p)[0],
         funnel=_rows(con, "report_funnel", p),
-        metrics=_rows(con, "report_citation_metrics", p),
-        trend=[{**r, "day": str(r["day"])} for r in _rows(con, "report_trend", {"since": None})],
-        regressions=(regressions := _rows(con, "report_regressions", {**p, "previous_run_id": previous})),
+        metrics=_rows(con, "report_citation_metrics", f),
+        trend=[{**r, "day": str(r["day"])} for r in _rows(con, "report_trend", {"since": None, "basis": basis})],
+        regressions=(regressions := _rows(con, "report_regressions", {**f, "previous_run_id": previous})),
         compared_with=previous or (regressions[0]["previous_run_id"] if regressions else _previous(con, run_id)),
-        worst_cases=_rows(con, "report_worst_cases", {**p, "limit": worst}),
-        failing=_rows(con, "report_failing_claims", p),
+        worst_cases=_rows(con, "report_worst_cases", {**f, "limit": worst}),
+        failing=_rows(con, "report_failing_claims", f),
         phoenix_url=phoenix_url,
         details=_details(con, p, tables),
         chunk_texts=_chunk_texts(con, run_id, tables),
@@ -175,7 +196,16 @@ def build_report(
         if _has_column(con, "runs", "gold_hash")
         else [],
         skipped_text=_skipped_text(con, p, tables),
+        basis=basis,
+        by_basis=_by_basis(con, p),
     )
+
+
+def _by_basis(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for r in _rows(con, "report_basis", p):
+        out.setdefault(str(r["basis"]), {})[str(r["bucket"])] = int(r["claims"])
+    return out
 
 
 def _previous(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
@@ -239,7 +269,9 @@ def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str, tables: set[str]) 
 
 # --- gates --------------------------------------------------------------------------------
 
-_GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+_GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*(\d+(?:\.\d+)?)\s*(%?)\s*(?:@\s*([a-z_]+)\s*)?$")
+#: the bases a claim is judged on (docs/analyzer.md, "Corpus basis"); a gate's ``@basis`` names one
+BASES = ("gold", "corpus")
 #: gates on the run's input rather than its buckets
 COVERAGE_GATES = ("unmatched", "coverage", "missing_cases")
 #: the citation metrics (report_citation_metrics.sql), gated as a fraction (0.9) or a percentage (90%)
@@ -262,20 +294,24 @@ class Gate:
     op: str
     limit: float
     percent: bool
+    basis: str | None = None  # only the claims of this basis ('gold' | 'corpus'); None: the report's claims
 
     def __str__(self) -> str:
-        return f"{self.bucket}{self.op}{self.limit:g}{'%' if self.percent else ''}"
+        at = f"@{self.basis}" if self.basis else ""
+        return f"{self.bucket}{self.op}{self.limit:g}{'%' if self.percent else ''}{at}"
 
 
 def parse_gate(text: str) -> Gate:
     """``grounding>0``, ``retrieval_miss>5%``, ``failing>0`` (any non-ok bucket); on the input:
     ``unmatched>0`` (traces that joined no case; ``%`` of traces), ``coverage<95%`` (joined /
-    traces, always a percentage), ``missing_cases>0`` (gold cases no trace answered)."""
+    traces, always a percentage), ``missing_cases>0`` (gold cases no trace answered). A bucket gate (or
+    ``failing``) may name a basis: ``grounding>0@corpus`` counts only the corpus-basis claims (``%`` of
+    them)."""
     m = _GATE.match(text)
     if not m:
         raise ReportError(
-            f"cannot read gate {text!r}: write NAME>N, NAME>N% or coverage<N% (e.g. grounding>0, "
-            "retrieval_miss>5%, unmatched>0, coverage<95%)"
+            f"cannot read gate {text!r}: write NAME>N, NAME>N%, NAME>N@BASIS or coverage<N% (e.g. grounding>0, "
+            "retrieval_miss>5%, grounding>0@corpus, unmatched>0, coverage<95%)"
         )
     name = m.group(1)
     if name.startswith("aligned_citation_precision"):  # the seed articles' name for it
@@ -285,7 +321,15 @@ def parse_gate(text: str) -> Gate:
             f"unknown name {name!r} in gate {text!r}; buckets: {', '.join(BUCKETS)}, failing; "
             f"input: {', '.join(COVERAGE_GATES)}; metrics: {', '.join(METRICS)}; {', '.join(OTHER_GATES)}"
         )
-    return Gate(name, m.group(2), float(m.group(3)), m.group(4) == "%" or name == "coverage")
+    basis = m.group(5)
+    if basis is not None and basis not in BASES:
+        raise ReportError(f"unknown basis {basis!r} in gate {text!r}; write @gold or @corpus")
+    if basis is not None and name not in BUCKETS and name != "failing":
+        raise ReportError(
+            f"gate {text!r}: only a bucket or failing is counted per basis (e.g. grounding>0@corpus); "
+            "to read other figures on one basis, run `citeline report --basis corpus`"
+        )
+    return Gate(name, m.group(2), float(m.group(3)), m.group(4) == "%" or name == "coverage", basis)
 
 
 def _value(report: Report, g: Gate) -> tuple[float, str]:
@@ -308,9 +352,13 @@ def _value(report: Report, g: Gate) -> tuple[float, str]:
     elif g.bucket == "missing_cases":
         n, total, what = int(cov.get("missing_cases") or 0), 0, "gold cases"
     else:
-        counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
+        if g.basis is None:
+            counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
+        else:
+            counts = dict(report.by_basis.get(g.basis, {}))
+        total = sum(counts.values())
         counts["failing"] = sum(k for b, k in counts.items() if b != "ok")
-        n, total, what = counts[g.bucket], report.total_claims, "claims"
+        n, what = counts.get(g.bucket, 0), "claims" if g.basis is None else f"{g.basis}-basis claims"
     if g.percent and total:
         value = 100.0 * n / total
         return value, f"{value:.1f}% ({n} of {total} {what})"
@@ -350,6 +398,13 @@ def _pct(x: Any) -> str:
     return f"{100 * float(x):.1f}%"
 
 
+def _on(r: Report, basis: str, bucket: str) -> str:
+    """A bucket's claims on one basis, or '-' when the report is filtered to the other one."""
+    if r.basis is not None and r.basis != basis:
+        return "-"
+    return str(r.by_basis.get(basis, {}).get(bucket, 0))
+
+
 def render_markdown(r: Report) -> str:
     """Every field read from the store goes through ``md``: trace text, ids and reasons are someone
     else's, and a Markdown reader renders HTML, links and images (docs/security.md)."""
@@ -361,10 +416,15 @@ def render_markdown(r: Report) -> str:
         md(r.coverage_line) + ".",
         "",
         *([md(r.skipped_line) + ".", ""] if r.skipped_line else []),
-        "| bucket | claims | share |",
-        "|---|---:|---:|",
+        *([md(r.basis_line) + ".", ""] if r.basis_line else []),
+        "| bucket | claims | share | gold | corpus |",
+        "|---|---:|---:|---:|---:|",
     ]
-    lines += [f"| {md(b['bucket'])} | {b['claims']} | {_pct(b['share'])} |" for b in r.buckets]
+    lines += [
+        f"| {md(b['bucket'])} | {b['claims']} | {_pct(b['share'])} | {_on(r, 'gold', b['bucket'])} | "
+        f"{_on(r, 'corpus', b['bucket'])} |"
+        for b in r.buckets
+    ]
     lines += [
         "",
         "### Stage funnel (gold evidence)",
@@ -394,13 +454,13 @@ def render_markdown(r: Report) -> str:
         lines.append("No change in failing claims (or no previous run).")
     lines += ["", "### Failing claims", ""]
     if r.failing:
-        lines += ["| case | claim | bucket | stage | reason | span |", "|---|---|---|---|---|---|"]
+        lines += ["| case | claim | bucket | basis | stage | reason | span |", "|---|---|---|---|---|---|---|"]
         for f in r.failing[:50]:
             link = r.span_link(f["span_id"])  # only for a well-formed span id, never with credentials
             span = f"[{f['span_id']}]({link})" if link else md(f["span_id"] or "")
             lines.append(
                 f"| {md(f['case_id'] or '')} | {md(f['gold_claim_id'] or f['claim_text'] or '')} | {md(f['bucket'])} | "
-                f"{md(f['stage'] or '')} | {md(f['reason'] or '')} | {span} |"
+                f"{md(f['basis'])} | {md(f['stage'] or '')} | {md(f['reason'] or '')} | {span} |"
             )
     else:
         lines.append("None.")
@@ -423,12 +483,20 @@ def render_table(r: Report) -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     t = Table(title=term(f"citeline run {r.run_id} ({r.total_claims} claims)"))
-    for col in ("bucket", "claims", "share"):
+    for col in ("bucket", "claims", "share", "gold", "corpus"):
         t.add_column(col, justify="right" if col != "bucket" else "left")
     for b in r.buckets:
-        t.add_row(Text(term(b["bucket"])), str(b["claims"]), _pct(b["share"]))
+        t.add_row(
+            Text(term(b["bucket"])),
+            str(b["claims"]),
+            _pct(b["share"]),
+            _on(r, "gold", b["bucket"]),
+            _on(r, "corpus", b["bucket"]),
+        )
     console.print(t)
     console.print(term(r.coverage_line), markup=False, highlight=False)
+    if r.basis_line:
+        console.print(term(r.basis_line), markup=False, highlight=False)
     if r.skipped_line:
         console.print(term(r.skipped_line), markup=False, highlight=False)
     f = Table(title="stage funnel (gold evidence)")

@@ -255,7 +255,7 @@ def render_html(r: Report) -> str:
             f"<td><a class='drill' href='#claim-{n}'>{e(f['case_id'] or '(no case)')}</a></td>"
             f"<td>{e(f['gold_claim_id'] or f['claim_text'] or '')}</td>"
             f"<td><span class='tag' style='background:{COLORS[f['bucket']]}'>{e(f['bucket'])}</span>{moved_tag}</td>"
-            f"<td>{e(f['stage'] or '')}</td><td>{e(f['reason'] or '')}</td><td>{span}</td><td>{trace_cell}</td></tr>"
+            f"<td>{e(f.get('basis') or 'gold')}</td><td>{e(f['stage'] or '')}</td><td>{e(f['reason'] or '')}</td><td>{span}</td><td>{trace_cell}</td></tr>"
         )
     gates = "".join(f"<p class='gate'>{e(g)}</p>" for g in r.gates)
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -292,6 +292,7 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 <p>{r.total_claims} claims; run started {e(r.started_at)} UTC; page written {generated}.</p>
 <p id="coverage">{e(r.coverage_line)}.</p>
 {f'<p id="skipped-text">{e(r.skipped_line)}.</p>' if r.skipped_line else ""}
+{f'<p id="basis">{e(r.basis_line)}.</p>' if r.basis_line else ""}
 {gates}
 <div class="grid">{bucket_chart}{funnel_chart}</div>
 <h2>Trend</h2>{_trend_chart(r)}
@@ -304,7 +305,7 @@ border-radius: 12px; font-size: 12px; border: 1px solid #d1d5db; }} .chain .pass
 <table id="regressions"><tr><th>change</th><th>case</th><th>claim</th><th>bucket</th><th>before</th><th>now</th></tr>
 {regressions}</table>
 <h2>Failing claims ({len(r.failing)})</h2>
-<table id="failing"><tr><th>case</th><th>claim</th><th>bucket</th><th>stage</th><th>reason</th><th>span</th>
+<table id="failing"><tr><th>case</th><th>claim</th><th>bucket</th><th>basis</th><th>stage</th><th>reason</th><th>span</th>
 <th>trace</th></tr>{"".join(rows)}</table>
 <h2>Each failing claim</h2>
 {"".join(sections)}

@@ -19,7 +19,20 @@ from ._store import DEFAULT_DB, connect
 
 CLAIM_ORDER = "ORDER BY case_id, trace_id, gold_claim_id NULLS LAST, claim_text"
 #: each claim of the JSON contract (docs/design.md), in order
-_CLAIM_KEYS = ("trace_id", "case_id", "gold_claim_id", "claim_text", "bucket", "stage", "flags", "reason", "span_id")
+_CLAIM_KEYS = (
+    "trace_id",
+    "case_id",
+    "gold_claim_id",
+    "claim_text",
+    "bucket",
+    "stage",
+    "flags",
+    "reason",
+    "span_id",
+    "basis",
+)
+#: the bases a row is judged on: against its trace's gold case, or the corpus and the trace alone
+BASES = ("gold", "corpus")
 
 
 @dataclass
@@ -46,6 +59,21 @@ class AnalysisResult:
         return dict(self.counts)
 
     @cached_property
+    def by_basis(self) -> dict[str, dict[str, int]]:
+        """Claims per bucket on each basis (``gold``, ``corpus``), every bucket present."""
+        out = {b: dict.fromkeys(self.counts, 0) for b in BASES}
+        for basis, bucket, n in self._rows(
+            "SELECT coalesce(basis, 'gold'), bucket, count(*) FROM claim_results WHERE run_id = $r GROUP BY ALL"
+        ):
+            out[basis][bucket] = int(n)
+        return out
+
+    @cached_property
+    def corpus_traces(self) -> int:
+        """Traces judged on the corpus basis (no gold case)."""
+        return int(next(self._rows("SELECT count(*) FROM case_results WHERE run_id = $r AND basis = 'corpus'"))[0])
+
+    @cached_property
     def claims(self) -> pl.DataFrame:
         return self._frame(f"SELECT * FROM claim_results WHERE run_id = $r {CLAIM_ORDER}")
 
@@ -63,6 +91,7 @@ class AnalysisResult:
         return {
             "traces": self.traces_read,
             "joined": self.traces_read - len(unmatched),
+            "corpus": self.corpus_traces,
             "unmatched": unmatched,
             "cases_without_trace": missing["case_id"].to_list(),
         }
@@ -73,6 +102,8 @@ class AnalysisResult:
         traces, joined = cov["traces"], cov["joined"]
         share = f" ({100 * joined / traces:.1f}%)" if traces else ""
         line = f"coverage: {joined} of {traces} trace(s) joined a gold case{share}"
+        if cov["corpus"]:
+            line += f"; {cov['corpus']} judged on the corpus basis (no gold case)"
         reasons: dict[str, int] = {}
         for u in cov["unmatched"]:
             reasons[u["reason"]] = reasons.get(u["reason"], 0) + 1
@@ -147,15 +178,18 @@ class AnalysisResult:
             first, unmatched = False, unmatched + 1
         out.write(
             f'], "traces": {self.traces_read}, "joined": {self.traces_read - unmatched}, '
-            f'"cases_without_trace": {dump(missing)}}}, '
+            f'"corpus": {self.corpus_traces}, "cases_without_trace": {dump(missing)}}}, '
         )
+        out.write(f'"by_basis": {dump(self.by_basis)}, ')
         out.write(f'"judge": {dump(self.judge)}, "skipped": {self.skipped}, "problems": {dump(self.problems())}, ')
         out.write(f'"warnings": {dump(self.warnings)}, "skipped_text": {dump(self.skipped_text)}, "cases": [')
         first = True
-        for trace_id, case_id, verdict in self._rows(
-            "SELECT trace_id, case_id, verdict FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id", batch
+        for trace_id, case_id, verdict, basis in self._rows(
+            "SELECT trace_id, case_id, verdict, basis FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id",
+            batch,
         ):
-            out.write(("" if first else ", ") + dump({"trace_id": trace_id, "case_id": case_id, "verdict": verdict}))
+            case = {"trace_id": trace_id, "case_id": case_id, "verdict": verdict, "basis": basis}
+            out.write(("" if first else ", ") + dump(case))
             first = False
         out.write('], "claims": [')
         first = True
@@ -192,12 +226,13 @@ class AnalysisResult:
             "run_id": self.run_id,
             "summary": self.summary,
             "coverage": self.coverage,
+            "by_basis": self.by_basis,
             "judge": self.judge,
             "skipped": self.skipped,
             "problems": self.problems(),
             "warnings": self.warnings,
             "skipped_text": self.skipped_text,
-            "cases": self.cases.select("trace_id", "case_id", "verdict").to_dicts(),
+            "cases": self.cases.select("trace_id", "case_id", "verdict", "basis").to_dicts(),
             "claims": [self._link(c) for c in self.claims.select(*_CLAIM_KEYS).to_dicts()],
         }
 

@@ -2,6 +2,7 @@
 
     python bench/analyzer.py [--n 100000] [--baseline-n 20000] [--workdir DIR]
                              [--distinct] [--content] [--collector] [--second-run]
+    python bench/analyzer.py --corpus-only [--n 100000] [--distinct] [--runs 3] [--workdir DIR]
 
 Synthetic traces shaped like the example app (6 spans, 20 retrieved chunks, 8 in
 context, 3 cited claims; see bench/synth.py) are written as OTLP/JSON lines.
@@ -11,6 +12,11 @@ processes used meanwhile is printed (the machine is shared). Two baselines
 are compared by traces per second: the straightforward one-process loop, and the
 strong one (2 processes, text work cached per distinct text). --distinct words
 every answer differently, as production answers are.
+
+--corpus-only times production traffic with no gold case: the same traces classified
+against the corpus alone (``analyze(corpus=...)``, every trace on the corpus basis) and
+against the gold set, each from a copy of the one ingested store with an empty judgment
+cache, --runs times alternating, and prints the medians and their ratio.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ import time
 from citeline.analyzer._analyze import analyze
 marks = []
 t = time.perf_counter()
-r = analyze({db!r}, gold={gold!r}, on_phase=lambda name: marks.append((name, time.perf_counter())))
+r = analyze({db!r}, {evidence}={gold!r}, on_phase=lambda name: marks.append((name, time.perf_counter())))
 end = time.perf_counter()
 steps = [('gold + traces to cases', t)] + marks[1:] + [('end', end)]
 phases = {{}}
@@ -65,7 +71,8 @@ for a, b in zip(steps, steps[1:]):  # slices of a large run add up under one nam
 counts = r.summary  # not r.claims: that would load every claim row into memory
 import resource  # the run's worker processes are children of this one: the largest one's peak RSS
 OUT = {{'seconds': end - t, 'claims': sum(counts.values()), 'not_ok': sum(counts.values()) - counts['ok'],
-        'phases': phases, 'worker_peak_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}}
+        'phases': phases, 'worker_peak_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        'asked': r.judge['asked'], 'summary': counts}}
 """
 
 SECOND = """
@@ -128,6 +135,12 @@ def main() -> None:
         help="spans written as a Collector batches them: many traces a line, a trace split across lines and files",
     )
     parser.add_argument(
+        "--corpus-only",
+        action="store_true",
+        help="classify the traces against the corpus alone (no gold case) and against the gold set; medians, ratio",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="with --corpus-only: runs of each (default 3)")
+    parser.add_argument(
         "--second-run",
         action="store_true",
         help="then analyze --n more traces (ingest + classify in one call) into the store that holds the first run",
@@ -152,7 +165,10 @@ def main() -> None:
     import duckdb
 
     ing = _timed(INGEST.format(db=str(db), traces=str(traces)))
-    cls = _timed(CLASSIFY.format(db=str(db), gold=str(gold)))
+    if args.corpus_only:
+        _corpus_only(args, work, db, gold, ing)
+        return
+    cls = _timed(CLASSIFY.format(db=str(db), gold=str(gold), evidence="gold"))
     base = _timed(BASELINE.format(limit=args.baseline_n, gold=str(gold), traces=str(traces), strong=False))
     strong = _timed(BASELINE.format(limit=args.baseline_n, gold=str(gold), traces=str(traces), strong=True))
     second = None
@@ -217,6 +233,41 @@ def main() -> None:
         )
     print(f"end to end vs the straightforward loop: {ours_tps / base_tps:.1f}x")
     print(f"end to end vs the strong loop:          {ours_tps / strong_tps:.2f}x (target >= 2x)")
+
+
+def _corpus_only(args: argparse.Namespace, work: Path, db: Path, gold: Path, ing: dict[str, Any]) -> None:
+    """The same ingested traces classified on the corpus basis and on the gold basis, alternating, each from
+    a fresh copy of the store (no judgment cached): medians and the ratio."""
+    import shutil
+    import statistics
+
+    corpus = work / "corpus.jsonl"  # the gold set's corpus, no case: production traffic
+    chunks = json.loads(gold.read_text())["corpus"]
+    corpus.write_text("".join(json.dumps(c) + "\n" for c in chunks))
+    runs: dict[str, list[dict[str, Any]]] = {"gold": [], "corpus": []}
+    for _ in range(args.runs):
+        for mode, source in (("gold", gold), ("corpus", corpus)):
+            copy = work / f"bench-{mode}.duckdb"
+            shutil.copy(db, copy)
+            runs[mode].append(_timed(CLASSIFY.format(db=str(copy), gold=str(source), evidence=mode)))
+            copy.unlink()
+    print(
+        f"traces: {args.n:,} ({'distinct' if args.distinct else 'repetitive'} answers), ingest {ing['seconds']:.1f} s"
+    )
+    med = {}
+    for mode, done in runs.items():
+        secs = [r["seconds"] for r in done]
+        med[mode] = statistics.median(secs)
+        last = done[-1]
+        phases = {name: statistics.median(r["phases"].get(name, 0.0) for r in done) for name in last["phases"]}
+        print(
+            f"{mode:>6} basis: median {med[mode]:6.1f} s ({' / '.join(f'{s:.1f}' for s in secs)}), "
+            f"{last['claims']:,} claims, {last['not_ok']:,} not ok, judge asked {last['asked']:,}, "
+            f"peak {max(r['peak_mib'] for r in done):,.0f} MiB, other CPU {max(r['other_cpu_s'] for r in done):.1f} s"
+        )
+        print("        of which " + ", ".join(f"{name} {sec:.1f} s" for name, sec in phases.items()))
+        print("        buckets " + ", ".join(f"{b} {n:,}" for b, n in last["summary"].items() if n))
+    print(f"corpus-only / gold: {med['corpus'] / med['gold']:.2f}x (target <= 1.5x)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
 -- classify.sql: every claim's flags, its one primary bucket, and where the chain broke.
 -- Purpose: the classification. Rows are (trace, gold claim) -- plus one "(abstain)" row
 --   per trace of an expect: abstain case -- and every factual generated claim that
---   matches no gold claim. The evidence chain is walked in order:
+--   matches no gold claim. A trace that joined no gold case (case_id NULL) is judged on the
+--   corpus basis: its factual claims against what they cite and, where that does not
+--   support them, the other chunks of its context (attribution when one does, grounding
+--   when none does: never retrieval_miss or context_drop, which need a gold case), plus one
+--   "(answer)" row when it makes no factual claim, so its trace-wide checks count. Every
+--   row says its basis ('gold' | 'corpus'). The evidence chain is walked in order:
 --   retrieved -> in context -> cited -> resolved -> rendered; the primary bucket is the
 --   first flag in repair order (most urgent repair first). A claim whose evidence chain
 --   cannot be read (a stage span with an adapter error and no usable sibling, or a judgment
@@ -14,6 +19,7 @@
 --   t_gen_claims (with joins: gen_claims.sql), t_match,
 --   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
 --   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (trace_id, abstains),
+--   t_judged_context (text, others, label, rationale, supporting: corpus basis, the rest of the context),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
@@ -180,11 +186,29 @@ unmatched_rows AS (  -- a sentence cut into clauses is claimed by its clauses, n
     WHERE g.factual AND len(g.joins) = 0
       AND NOT EXISTS (SELECT 1 FROM answered AS m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)
 ),
+answer_rows AS (  -- corpus basis: a trace with no factual claim still gets its trace-wide checks (access, stages)
+    SELECT t.trace_id, NULL::VARCHAR AS case_id, '(answer)' AS gold_claim_id, []::VARCHAR[][] AS bundles,
+           NULL::BIGINT AS claim_idx
+    FROM t_traces AS t
+    WHERE t.case_id IS NULL AND NOT EXISTS (SELECT 1 FROM unmatched_rows AS u WHERE u.trace_id = t.trace_id)
+),
 rows AS (
-    SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows
+    SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows UNION ALL SELECT * FROM answer_rows
+),
+context_support AS (  -- corpus basis: does the rest of the context support a claim its citation does not?
+    SELECT g.trace_id, g.claim_idx, j.supporting,
+           -- the judge could not decide on it: it might have supported the claim, so nothing is blamed
+           j.label IS NULL OR NOT list_contains($labels, j.label) OR j.label = 'not_applicable' AS undecided,
+           j.rationale AS undecided_rationale
+    FROM (SELECT * FROM t_gen_claims WHERE text IN (SELECT text FROM t_judged_context)) AS g
+    JOIN t_traces AS t USING (trace_id)
+    JOIN t_judged_context AS j
+      ON j.text = g.text AND j.others = list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c)))
+    WHERE t.case_id IS NULL
 ),
 judged AS (
-    SELECT r.*, t.expect, t.require_rank, t.retrieved, t.context, t.as_of, t.started_at,
+    SELECT r.*, CASE WHEN t.case_id IS NULL THEN 'corpus' ELSE 'gold' END AS basis,
+           t.expect, t.require_rank, t.retrieved, t.context, t.as_of, t.started_at,
            t.request_span, t.retrieval_span, t.context_span, t.generation_span, t.resolution_span, t.render_span,
            t.unreadable_stage, t.unreadable_span, t.unreadable_error, t.retrieval_observed,
            coalesce(a.abstains, false) OR coalesce(t.abstained, false) AS abstains,
@@ -210,18 +234,29 @@ judged AS (
     LEFT JOIN t_human AS h
            ON h.trace_id = r.trace_id AND h.claim_key = coalesce(r.gold_claim_id, g.text)
 ),
--- 5. the flags, one column per bucket, in chain order (which bucket each raises: bucket_order.flag)
+-- 5. the flags, one column per bucket, in chain order (which bucket each raises: bucket_order.flag).
+--    On the corpus basis (no gold case: no bundles, no expectation) a claim is judged against what it
+--    cites and, when that does not support it, against the other chunks of its context
 flagged AS (
     SELECT j.*,
+           coalesce(cs.supporting, []) AS ctx_supporting,
+           len(ctx_supporting) > 0 AS ctx_supported,
+           NOT ctx_supported AND coalesce(cs.undecided, false) AS ctx_undecided,
+           cs.undecided_rationale AS ctx_rationale,
+           -- corpus basis: the claim needs the context's judgment (its citation does not support it, or it has none)
+           j.basis = 'corpus' AND j.claim_idx IS NOT NULL
+               AND ((len(j.cited) = 0 AND len(j.invalid) = 0)
+                    OR coalesce(j.support_label IN ('contradicted', 'insufficient'), false)) AS needs_context,
            v.trace_id IS NOT NULL AND NOT v.principal_unknown AS is_restricted,
            coalesce(v.principal_unknown, false) AS principal_unknown,
            dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids)) AS is_drift,
            dr.what AS drift_what,
            -- a judgment this claim needs, and did not get in a known label
-           ((j.gold_claim_id IS NOT NULL AND j.gold_claim_id <> '(abstain)' AND j.claim_idx IS NOT NULL)
+           (((j.gold_claim_id IS NOT NULL AND j.gold_claim_id <> '(abstain)' AND j.claim_idx IS NOT NULL)
                 OR (j.gold_claim_id IS NULL AND len(j.cited) > 0))
                AND (j.support_label IS NULL OR NOT list_contains($labels, j.support_label)
-                    OR j.support_label = 'not_applicable') AS no_judgment,
+                    OR j.support_label = 'not_applicable'))
+           OR (needs_context AND ctx_undecided) AS no_judgment,
            -- (a label map read off an unobservable context says nothing about the markers)
            len(j.invalid) > 0 AND j.unreadable_stage IS DISTINCT FROM 'context' AS is_unknown_label,
            -- a source the gold corpus marks untrusted (a forum post, a poisoned snippet) is never to be cited
@@ -245,19 +280,24 @@ flagged AS (
            -- no retrieval traced and the support is not in the context: missed or dropped, nobody can tell
            j.has_bundles AND NOT j.bundle_in_context AND NOT j.retrieval_observed AS unseen,
            coalesce(CASE
+               WHEN j.basis = 'corpus' THEN needs_context AND NOT ctx_supported AND NOT ctx_undecided
                WHEN j.gold_claim_id = '(abstain)' THEN NOT j.abstains
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NULL
                     OR j.support_label IN ('contradicted', 'insufficient')
                ELSE len(j.cited) > 0 AND j.support_label IN ('contradicted', 'insufficient')
            END, false) AS is_unsupported,
            coalesce(CASE
+               WHEN j.basis = 'corpus' THEN j.claim_idx IS NOT NULL AND len(j.cited) = 0 AND ctx_supported
                WHEN j.gold_claim_id = '(abstain)' THEN false
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NOT NULL AND j.support_label = 'entailed'
                     AND len(j.cited) = 0
                ELSE len(j.cited) = 0
            END, false) AS is_unmarked,
-           coalesce(j.gold_claim_id IS NOT NULL AND j.has_bundles AND j.claim_idx IS NOT NULL
-               AND j.support_label = 'entailed' AND len(j.cited) > 0 AND NOT j.bundle_cited, false) AS is_misattributed,
+           coalesce(CASE
+               WHEN j.basis = 'corpus' THEN len(j.cited) > 0 AND needs_context AND ctx_supported
+               ELSE j.gold_claim_id IS NOT NULL AND j.has_bundles AND j.claim_idx IS NOT NULL
+                    AND j.support_label = 'entailed' AND len(j.cited) > 0 AND NOT j.bundle_cited
+           END, false) AS is_misattributed,
            coalesce(mr.res_bad, false) AS res_bad,
            coalesce(mr.ren_bad, false) AS ren_bad,
            res_bad OR ren_bad AS is_misresolved,
@@ -271,6 +311,7 @@ flagged AS (
     LEFT JOIN t_invented AS iv ON iv.trace_id = j.trace_id AND iv.claim_idx = j.claim_idx
     LEFT JOIN drifted AS dr ON dr.trace_id = j.trace_id
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
+    LEFT JOIN context_support AS cs ON cs.trace_id = j.trace_id AND cs.claim_idx = j.claim_idx
 ),
 -- 6. not evaluable: a stage up to generation could not be read (everything after it is
 --    unknown), the judgment is missing (a judge failure, an unknown label, not_applicable), or
@@ -301,6 +342,7 @@ raised AS (
         CASE WHEN is_unobservable THEN {'flag': 'is_unobservable', 'why': CASE
             WHEN principal_unknown THEN 'principal_unknown'
             WHEN unseen THEN 'unseen'
+            WHEN no_judgment AND needs_context AND ctx_undecided THEN 'undecided'
             WHEN no_judgment AND support_label IS NULL THEN 'no_verdict'
             WHEN no_judgment AND support_label = 'not_applicable' THEN 'undecided'
             WHEN no_judgment THEN 'unknown_label'
@@ -317,15 +359,21 @@ raised AS (
         CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
         CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
         CASE WHEN is_unsupported THEN {'flag': 'is_unsupported', 'why': CASE
+            WHEN basis = 'corpus' THEN CASE WHEN len(cited) = 0 THEN 'corpus_uncited' ELSE 'corpus_judged' END
             WHEN gold_claim_id = '(abstain)' THEN 'answered'
             WHEN gold_claim_id IS NOT NULL AND claim_idx IS NULL THEN CASE WHEN abstains THEN 'abstained' ELSE 'left_out' END
             ELSE 'judged' END} END,
-        CASE WHEN is_unmarked THEN {'flag': 'is_unmarked', 'why': 'no_marker'} END,
-        CASE WHEN is_misattributed THEN {'flag': 'is_misattributed', 'why': 'elsewhere'} END,
+        CASE WHEN is_unmarked THEN {'flag': 'is_unmarked',
+                                    'why': CASE WHEN basis = 'corpus' THEN 'corpus_no_marker' ELSE 'no_marker' END} END,
+        CASE WHEN is_misattributed THEN {'flag': 'is_misattributed',
+                                         'why': CASE WHEN basis = 'corpus' THEN 'corpus_elsewhere' ELSE 'elsewhere' END} END,
         CASE WHEN is_misresolved THEN {'flag': 'is_misresolved', 'why': CASE WHEN res_bad THEN 'resolved' ELSE 'rendered' END} END,
         {'flag': '', 'why': CASE
+            WHEN basis = 'corpus' AND claim_idx IS NULL THEN 'corpus_no_claim'
             WHEN resolution_span IS NULL AND render_span IS NULL AND claim_idx IS NOT NULL AND len(cited) > 0
-                THEN 'untraced' ELSE 'checked' END}
+                THEN CASE WHEN basis = 'corpus' THEN 'corpus_untraced' ELSE 'untraced' END
+            WHEN basis = 'corpus' THEN 'corpus_checked'
+            ELSE 'checked' END}
     ], lambda v: v IS NOT NULL) AS raised
     FROM evaluable AS e
 ),
@@ -355,7 +403,10 @@ bucketed AS (
            CASE WHEN len(why['details']) = 0 THEN MAP {}::MAP(VARCHAR, VARCHAR) ELSE MAP {
                'chunks': array_to_string(access_chunks, ', '), 'reached': access_stage,
                'judge': $judge, 'label': support_label, 'labels': array_to_string($labels, ', '),
-               'rationale': coalesce(rationale, ''), 'given_rationale': coalesce(rationale, 'no reason given'),
+               'rationale': coalesce(rationale, ''),
+               'given_rationale': coalesce(CASE WHEN needs_context AND ctx_undecided THEN ctx_rationale END, rationale,
+                                           'no reason given'),
+               'supporting': array_to_string(ctx_supporting, ', '),
                'unreadable': unreadable_stage, 'error': coalesce(unreadable_error, 'adapter error'),
                'invalid': array_to_string(invalid, ', '), 'untrusted': array_to_string(untrusted_cited, ', '),
                'invented': array_to_string(invented, ', '), 'links': array_to_string(untrusted_links, ', '),
@@ -369,6 +420,7 @@ bucketed AS (
 )
 SELECT
     $run_id AS run_id,
+    basis,
     trace_id,
     case_id,
     gold_claim_id,

@@ -2,9 +2,9 @@
 -- Purpose: the headline of every report. Every bucket of the bucket table appears (ok
 --   included), in repair order (most urgent first), with zero where nothing landed.
 -- Grain: one row per bucket of bucket_order (analyzer/_buckets.py).
--- Parameters: $run_id (VARCHAR).
+-- Parameters: $run_id (VARCHAR), $basis (VARCHAR or NULL: 'gold' | 'corpus' rows only; NULL, every row).
 WITH run_claims AS (
-    SELECT bucket FROM claim_results WHERE run_id = $run_id
+    SELECT bucket FROM claim_results WHERE run_id = $run_id AND ($basis IS NULL OR coalesce(basis, 'gold') = $basis)
 ),
 total AS (
     SELECT count(*) AS n FROM run_claims

@@ -15,9 +15,9 @@
 --   answer_coverage     = traces of expect: answer cases that answered / traces of expect: answer cases
 --   low_authority       = cited claims flagged low_authority (only support below what the case requires) / cited claims
 -- Grain: one row per metric (always 7 rows; a metric with a zero denominator is 0.0).
--- Parameters: $run_id (VARCHAR).
+-- Parameters: $run_id (VARCHAR), $basis (VARCHAR or NULL: 'gold' | 'corpus' rows only; NULL, every row).
 WITH claims AS (
-    SELECT * FROM claim_results WHERE run_id = $run_id
+    SELECT * FROM claim_results WHERE run_id = $run_id AND ($basis IS NULL OR coalesce(basis, 'gold') = $basis)
 ),
 generated AS (       -- rows that stand for a generated factual claim
     SELECT * FROM claims WHERE claim_text IS NOT NULL

@@ -8,9 +8,11 @@
 --   'gold changed' or 'judge and gold changed', never a regression (the seed articles: version
 --   evaluator prompts and models and re-baseline before enforcing a threshold). Compare with a
 --   run of the new evaluator (`report --baseline RUN`) to see the app's changes again.
--- Grain: one row per (case, claim, failing bucket) whose count changed.
+--   A claim is compared on its basis: a corpus-basis claim (no gold case) by its text, apart
+--   from the gold-basis rows.
+-- Grain: one row per (basis, case, claim, failing bucket) whose count changed.
 -- Parameters: $run_id (VARCHAR), $previous_run_id (VARCHAR or NULL: the latest run that
---   started before $run_id).
+--   started before $run_id), $basis (VARCHAR or NULL: 'gold' | 'corpus' rows only; NULL, every row).
 WITH previous AS (
     SELECT coalesce($previous_run_id, (
         SELECT r.run_id FROM runs AS r
@@ -25,18 +27,19 @@ evaluator AS (
     WHERE c.run_id = $run_id AND p.run_id = (SELECT run_id FROM previous)
 ),
 counted AS (
-    SELECT c.run_id = $run_id AS is_current, c.case_id, coalesce(c.gold_claim_id, c.claim_text) AS claim,
-           c.bucket, count(*) AS n
+    SELECT c.run_id = $run_id AS is_current, coalesce(c.basis, 'gold') AS basis, c.case_id,
+           coalesce(c.gold_claim_id, c.claim_text) AS claim, c.bucket, count(*) AS n
     FROM claim_results AS c
-    WHERE c.run_id = $run_id OR c.run_id = (SELECT run_id FROM previous)
+    WHERE (c.run_id = $run_id OR c.run_id = (SELECT run_id FROM previous))
+      AND ($basis IS NULL OR coalesce(c.basis, 'gold') = $basis)
     GROUP BY ALL
 ),
 compared AS (
-    SELECT case_id, claim, bucket,
+    SELECT basis, case_id, claim, bucket,
            coalesce(sum(n) FILTER (WHERE NOT is_current), 0) AS before,
            coalesce(sum(n) FILTER (WHERE is_current), 0) AS now
     FROM counted
-    GROUP BY case_id, claim, bucket
+    GROUP BY basis, case_id, claim, bucket
 )
 SELECT CASE
            WHEN coalesce(e.judge_changed, false) AND coalesce(e.gold_changed, false) THEN 'judge and gold changed'
@@ -46,8 +49,9 @@ SELECT CASE
            ELSE 'fixed'
        END AS change,
        case_id, claim, bucket, before, now,
-       (SELECT run_id FROM previous) AS previous_run_id
+       (SELECT run_id FROM previous) AS previous_run_id,
+       basis
 FROM compared
 LEFT JOIN evaluator AS e ON true
 WHERE bucket <> 'ok' AND now <> before AND (SELECT run_id FROM previous) IS NOT NULL
-ORDER BY change DESC, case_id, claim, bucket
+ORDER BY change DESC, basis DESC, case_id, claim, bucket

@@ -1,4 +1,4 @@
--- run_traces.sql: one row per trace that answers a gold case, with its evidence chain.
+-- run_traces.sql: one row per trace, with its evidence chain and the gold case it answers (if any).
 -- Purpose: normalise the stage spans of each trace into lists keyed by chunk id, in
 --   chain order: request -> retrieved -> in context -> generated -> resolved -> rendered.
 --   Each stage's span is picked per trace by a cheap aggregation over span ids (the first
@@ -11,7 +11,8 @@
 --   gold cases share the question, by the principal and as_of that decide it. A trace
 --   that joins no case keeps its row with case_id NULL and unmatched_reason
 --   'unknown_case_id' | 'question_not_in_gold' | 'ambiguous' (then with its candidates):
---   the caller stores those rows as the run's coverage and classifies the rest.
+--   the caller stores those rows as the run's coverage, and classify.sql judges them on the
+--   corpus basis (the corpus and the trace alone).
 --   Spans of an unknown schema version are left out (ingest reports them).
 -- Grain: one row per trace with a request span.
 -- Parameters: $schema_versions (VARCHAR[]: versions this analyzer reads),
@@ -142,7 +143,10 @@ SELECT
     -- name (access is then not evaluable). Never the gold case's groups: a case describes the
     -- request it expects, not the one that was made
     c.principal_groups,
-    coalesce(TRY_CAST(c.as_of AS DATE), g.as_of) AS as_of,
+    -- the date the corpus is read at: the request's as_of, else its case's; a trace with no case
+    -- (corpus basis) is read at the day it was made
+    coalesce(TRY_CAST(c.as_of AS DATE), g.as_of,
+             CASE WHEN c.gold_case_id IS NULL THEN CAST(make_timestamp(c.started_ns // 1000) AS DATE) END) AS as_of,
     make_timestamp(c.started_ns // 1000) AS started_at,
     c.request_span,
     c.retrieval_span,

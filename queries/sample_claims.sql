@@ -7,7 +7,7 @@
 -- Parameters: $run_id. Reads: claim_results, spans, run_chunks.
 WITH claims AS (
     SELECT c.trace_id, coalesce(c.gold_claim_id, c.claim_text) AS claim, c.claim_text, c.bucket,
-           CASE WHEN c.case_id IS NULL THEN 'corpus' ELSE 'gold' END AS basis,
+           coalesce(c.basis, 'gold') AS basis,
            c.support_label AS judge_label, c.cited_chunks
     FROM claim_results AS c
     WHERE c.run_id = $run_id AND c.claim_text IS NOT NULL AND c.gold_claim_id IS DISTINCT FROM '(abstain)'

@@ -303,3 +303,8 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS traces_read BIGINT;
 -- the evaluator of a run beside its judge: the gold set's content hash (another gold set, or the
 -- same file edited, can change labels as the app does not); trends and regressions mark the change
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS gold_hash VARCHAR;
+-- the basis a row was judged on: 'gold' (the trace joined a gold case: its claims, bundles and
+-- expectation) or 'corpus' (no gold case: the corpus and the trace alone, docs/analyzer.md "Corpus
+-- basis"). Rows of stores from before it were all judged against gold cases.
+ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS basis VARCHAR DEFAULT 'gold';
+ALTER TABLE case_results ADD COLUMN IF NOT EXISTS basis VARCHAR DEFAULT 'gold';

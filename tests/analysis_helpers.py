@@ -28,9 +28,14 @@ class Outcome:
 
 
 def run_and_analyze(
-    tmp_path: Path, scenarios: list[Scenario], tweak: Faults | None = None, gold: Path | None = None
+    tmp_path: Path,
+    scenarios: list[Scenario],
+    tweak: Faults | None = None,
+    gold: Path | None = None,
+    corpus_only: bool = False,
 ) -> tuple[AnalysisResult, list[Outcome]]:
-    """One trace per scenario (trace ids captured as they happen), then one analyze run."""
+    """One trace per scenario (trace ids captured as they happen), then one analyze run: against the gold
+    set, or with ``corpus_only`` against its corpus alone (no case: every trace on the corpus basis)."""
     from dataclasses import replace
 
     t = make_tracing(tmp_path)
@@ -53,7 +58,8 @@ def run_and_analyze(
     finally:
         t.handle.shutdown()
     db = tmp_path / "store.duckdb"
-    result = analyze(db, gold=gold or gold_path(), traces=[t.trace_dir])
+    evidence = {"corpus": gold or gold_path()} if corpus_only else {"gold": gold or gold_path()}
+    result = analyze(db, traces=[t.trace_dir], **evidence)
     con = duckdb.connect(str(db))
     try:
         spans = con.execute("SELECT trace_id, stage, span_id FROM spans").fetchall()

@@ -54,6 +54,7 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "run_id",
         "summary",
         "coverage",
+        "by_basis",
         "judge",
         "skipped",
         "problems",
@@ -70,9 +71,12 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert out["coverage"] == {
         "traces": 3,
         "joined": 3,
+        "corpus": 0,
         "unmatched": [],
         "cases_without_trace": sorted(set(load_gold(gold_path()).cases) - asked),
     }
+    assert out["by_basis"] == {"gold": out["summary"], "corpus": dict.fromkeys(out["summary"], 0)}
+    assert {c["basis"] for c in out["cases"]} == {"gold"}
     assert len(out["coverage"]["cases_without_trace"]) == 11 - len(asked)
     assert out["summary"] == {
         "access_violation": 0,
@@ -99,7 +103,9 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
             "flags",
             "reason",
             "span_id",
+            "basis",
         }
+        assert c["basis"] == "gold"
     abstain = [c for c in out["claims"] if c["gold_claim_id"] == "(abstain)"]
     assert [(c["bucket"], c["stage"], c["reason"]) for c in abstain] == [
         ("grounding", "generation", "answered where it should abstain")

@@ -124,26 +124,34 @@ def test_coverage_names_every_unjoined_trace_and_every_case_never_run(tmp_path: 
     assert result.coverage == {
         "traces": 7,
         "joined": 2,
+        "corpus": 4,  # every trace with a request span that joined no case: judged on the corpus basis
         "unmatched": expected_unmatched,
         "cases_without_trace": ["c-never", "c-old", "c-ship"],
     }
-    assert sorted((r["trace_id"], r["case_id"]) for r in result.cases.to_dicts()) == sorted(
-        [(ids[3], "c-staff"), (ids[4], "c-public")]
+    assert sorted((r["trace_id"], r["case_id"], r["basis"]) for r in result.cases.to_dicts()) == sorted(
+        [(ids[3], "c-staff", "gold"), (ids[4], "c-public", "gold")] + [(ids[i], None, "corpus") for i in (0, 1, 2, 5)]
     )
     assert result.coverage_lines() == [
-        "coverage: 2 of 7 trace(s) joined a gold case (28.6%); not joined: 2 ambiguous, 1 no_request_span, "
-        "1 question_not_in_gold, 1 unknown_case_id",
+        "coverage: 2 of 7 trace(s) joined a gold case (28.6%); 4 judged on the corpus basis (no gold case); "
+        "not joined: 2 ambiguous, 1 no_request_span, 1 question_not_in_gold, 1 unknown_case_id",
         "3 gold case(s) without a trace: c-never, c-old, c-ship",
     ]
 
 
-def test_an_ambiguous_trace_gets_no_rows_where_it_got_n_to_the_fourth(tmp_path: Path) -> None:
+def test_an_ambiguous_trace_is_judged_once_on_the_corpus_basis_where_it_got_n_to_the_fourth(tmp_path: Path) -> None:
     t = make_tracing(tmp_path)
     ask(QUESTION)
     t.handle.shutdown()
     result = analyze(tmp_path / "s.duckdb", gold=_gold(tmp_path), traces=[t.trace_dir])
-    assert result.claims.height == 0  # was 81 rows for 3 candidate cases
-    assert sum(result.summary.values()) == 0
+    # was 81 rows for 3 candidate cases; then none (left out); now its one claim, against what it cites
+    (row,) = result.claims.to_dicts()
+    assert (row["basis"], row["case_id"], row["gold_claim_id"], row["bucket"], row["cited_chunks"]) == (
+        "corpus",
+        None,
+        None,
+        "ok",
+        ["disc#staff"],
+    )
     assert [u["reason"] for u in result.coverage["unmatched"]] == ["ambiguous"]
 
 
@@ -179,17 +187,23 @@ def test_claim_rows_are_exactly_the_cases_claims_plus_unmatched_generated_ones(
     result = analyze(tmp / "s.duckdb", gold=_gold(tmp), traces=[t.trace_dir])
     cov = result.coverage
     assert cov["traces"] == len(traces)
-    cases = {r["trace_id"]: r["case_id"] for r in result.cases.to_dicts()}
-    assert len(cases) == result.cases.height == cov["joined"]  # a trace joins at most one case
+    cases = {r["trace_id"]: r["case_id"] for r in result.cases.to_dicts() if r["basis"] == "gold"}
+    corpus = {r["trace_id"] for r in result.cases.to_dicts() if r["basis"] == "corpus"}
+    assert len(cases) == cov["joined"]  # a trace joins at most one case
+    assert len(corpus) == cov["corpus"] == result.cases.height - len(cases)
     assert set(cases) | {u["trace_id"] for u in cov["unmatched"]} == set(ids)
     assert not set(cases) & {u["trace_id"] for u in cov["unmatched"]}
+    assert corpus == {u["trace_id"] for u in cov["unmatched"]}  # every trace here has a request span
     gold_claims = {c["case_id"]: [x["claim_id"] for x in c.get("claims", [])] for c in GOLD["cases"]}
     expect = {c["case_id"]: c.get("expect", "answer") for c in GOLD["cases"]}
     rows = result.claims.to_dicts()
     for tid, said in zip(ids, (tr["said"] for tr in traces), strict=True):
         mine = [r for r in rows if r["trace_id"] == tid]
-        if tid not in cases:
-            assert mine == []
+        if tid not in cases:  # corpus basis: its factual claims, or one "(answer)" row; never a gold-only bucket
+            assert mine and {(r["basis"], r["case_id"]) for r in mine} == {("corpus", None)}
+            assert {r["gold_claim_id"] for r in mine} in ({None}, {"(answer)"})
+            assert len([r for r in mine if r["gold_claim_id"] is None]) <= len(split_claims(said))
+            assert not {r["bucket"] for r in mine} & {"retrieval_miss", "context_drop"}
             continue
         case = cases[tid]
         wanted = gold_claims[case] + (["(abstain)"] if expect[case] == "abstain" else [])
@@ -219,13 +233,17 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
         "unmatched_by_reason": [{"reason": "unknown_case_id", "traces": 1}],
         "missing_cases": 4,
         "missing_case_ids": ["c-never", "c-old", "c-public", "c-ship"],
+        "corpus": 1,  # the unknown case id's trace, judged on the corpus basis
+        "gold_claims": 1,
+        "corpus_claims": 1,
     }
     gates = ["unmatched>0", "coverage<95%", "missing_cases>3", "unmatched>60%", "coverage<40%", "missing_cases>=5"]
     args = [x for g in gates for x in ("--fail-on", g)]
     assert main(["report", "--db", db, "--format", "markdown", *args]) == 1
     captured = capsys.readouterr()
-    assert "coverage: 1 of 2 trace(s) joined a gold case (50.0%); not joined: 1 unknown_case_id; 4 gold case(s)" in (
-        captured.out
+    assert (
+        "coverage: 1 of 2 trace(s) joined a gold case (50.0%); 1 judged on the corpus basis (no gold case); "
+        "not joined: 1 unknown_case_id; 4 gold case(s)" in captured.out
     )
     run = report["run_id"]
     assert [ln for ln in captured.err.splitlines() if "gate" in ln] == [
@@ -236,8 +254,9 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
 
 
 def test_a_gate_never_passes_on_a_run_with_no_claims(tmp_path: Path, capsys: Any) -> None:
-    t = make_tracing(tmp_path)
-    ask("A question nobody wrote down")
+    t = make_tracing(tmp_path)  # a trace whose root (the request) is elsewhere: nothing to judge, on any basis
+    remote = SpanContext(0x5EED, 0xF00D, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    t.handle.provider.get_tracer("x").start_span("orphan", context=set_span_in_context(NonRecordingSpan(remote))).end()
     t.handle.shutdown()
     db = str(tmp_path / "s.duckdb")
     assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db]) == 1

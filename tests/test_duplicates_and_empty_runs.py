@@ -134,7 +134,7 @@ def _runs(db: Path) -> int:
         con.close()
 
 
-def test_traces_already_stored_that_match_nothing_fail_and_a_store_only_rerun_works(
+def test_traces_that_match_no_case_are_a_normal_run_on_the_corpus_basis_and_a_store_only_rerun_works(
     tmp_path: Path, capsys: Any
 ) -> None:
     from tests.conftest import make_tracing
@@ -145,15 +145,30 @@ def test_traces_already_stored_that_match_nothing_fail_and_a_store_only_rerun_wo
     t.handle.shutdown()
     db = str(tmp_path / "s.duckdb")
     gold = str(_gold(tmp_path))
-    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", gold, "--db", db]) == 1
-    err = capsys.readouterr().err.splitlines()
-    assert err[-1] == (
-        f"citeline: none of the 1 trace(s) under {t.trace_dir} joined a gold case (1 question_not_in_gold); "
-        "nothing was classified: check the case ids and questions against the gold set"
-    )
-    assert main(["analyze", "--gold", str(gold_path()), "--db", db]) == 1  # store-only: still nothing joins
+    # was exit 1 "nothing was classified": traffic without gold cases is judged against the corpus
+    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", gold, "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "coverage: 0 of 1 trace(s) joined a gold case (0.0%); 1 judged on the corpus basis (no gold case); " in out
+    assert main(["analyze", "--gold", str(gold_path()), "--db", db]) == 0  # store-only: judged again
     capsys.readouterr()
     assert _runs(Path(db)) == 2  # both runs are stored with their coverage, for the record
+
+
+def test_a_run_of_traces_with_no_request_span_classifies_nothing_and_fails(tmp_path: Path, capsys: Any) -> None:
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+    from tests.conftest import make_tracing
+
+    t = make_tracing(tmp_path)
+    remote = SpanContext(0x5EED, 0xF00D, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    t.handle.provider.get_tracer("x").start_span("orphan", context=set_span_in_context(NonRecordingSpan(remote))).end()
+    t.handle.shutdown()
+    db = str(tmp_path / "s.duckdb")
+    assert main(["analyze", "--traces", str(t.trace_dir), "--corpus", str(gold_path()), "--db", db]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"citeline: none of the 1 trace(s) under {t.trace_dir} has a request span to judge (1 no_request_span); "
+        "nothing was classified: wrap each request in citeline's request() (docs/instrumentation.md)"
+    )
 
 
 def test_a_gold_file_that_does_not_parse_stores_no_run(tmp_path: Path, capsys: Any) -> None:

@@ -21,7 +21,7 @@ T0 = dt.datetime(2026, 8, 10, 2, 0)
 _CLAIM_COLUMNS = (
     "run_id trace_id case_id gold_claim_id claim_text bucket stage span_id flags reason support_label cited_chunks "
     "trace_started_at evidence_needed evidence_retrieved evidence_in_context evidence_cited evidence_resolved "
-    "evidence_rendered n_citations n_invalid n_aligned expect abstained"
+    "evidence_rendered n_citations n_invalid n_aligned expect abstained basis"
 ).split()
 REPORTS = [
     "report_buckets",
@@ -33,6 +33,7 @@ REPORTS = [
     "report_failing_claims",
     "report_coverage",
     "report_skipped_text",
+    "report_basis",
     "latest_run",
 ]
 N = len(BUCKETS)
@@ -52,8 +53,12 @@ def store(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def run(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple[Any, ...]]:
-    """The file's text, as is, with bound parameters: what `duckdb store.duckdb < file` runs."""
-    return con.execute(query_path(name).read_text(encoding="utf-8"), params).fetchall()
+    """The file's text, as is, with bound parameters: what `duckdb store.duckdb < file` runs. A file that
+    filters by basis gets ``basis=None`` (every row) unless the test names one."""
+    text = query_path(name).read_text(encoding="utf-8")
+    if "$basis" in text:
+        params.setdefault("basis", None)
+    return con.execute(text, params).fetchall()
 
 
 def add_run(
@@ -83,10 +88,11 @@ def claim(
     stage: str | None = None,
     span: str | None = None,
     label: str = "entailed",
+    basis: str = "gold",
 ) -> None:
     con.execute(
-        # the first 24 columns by name: later columns (rationale, generation span) stay NULL
-        f"INSERT INTO claim_results ({', '.join(_CLAIM_COLUMNS)}) VALUES ({', '.join('?' * 24)})",
+        # these columns by name: the others (rationale, generation span) stay NULL
+        f"INSERT INTO claim_results ({', '.join(_CLAIM_COLUMNS)}) VALUES ({', '.join('?' * len(_CLAIM_COLUMNS))})",
         [
             run_id,
             trace,
@@ -107,6 +113,7 @@ def claim(
             aligned,
             expect,
             abstained,
+            basis,
         ],
     )
 
@@ -248,14 +255,14 @@ def test_regressions_both_ways_and_first_run(store: duckdb.DuckDBPyConnection) -
     claim(store, "r2", "t5", "c2", "a", "ok")
     claim(store, "r2", "t6", "c3", None, "uncited", text="Extra claim.")
     assert run(store, "report_regressions", run_id="r2", previous_run_id=None) == [
-        ("regressed", "c1", "a", "retrieval_miss", 0, 1, "r1"),
-        ("fixed", "c2", "a", "grounding", 1, 0, "r1"),
+        ("regressed", "c1", "a", "retrieval_miss", 0, 1, "r1", "gold"),
+        ("fixed", "c2", "a", "grounding", 1, 0, "r1", "gold"),
     ]
     # explicit previous run, and an empty run against it
     add_run(store, "r3", T0 + dt.timedelta(days=2))
     assert run(store, "report_regressions", run_id="r3", previous_run_id="r1") == [
-        ("fixed", "c2", "a", "grounding", 1, 0, "r1"),
-        ("fixed", "c3", "Extra claim.", "uncited", 1, 0, "r1"),
+        ("fixed", "c2", "a", "grounding", 1, 0, "r1", "gold"),
+        ("fixed", "c3", "Extra claim.", "uncited", 1, 0, "r1", "gold"),
     ]
 
 
@@ -288,6 +295,7 @@ def test_failing_claims_in_repair_order(store: duckdb.DuckDBPyConnection) -> Non
         "t1",
         "s1",
         ["access_violation"],
+        "gold",
     )
 
 
@@ -332,15 +340,16 @@ def test_report_files_run_unchanged_in_plain_duckdb(tmp_path: Path) -> None:
     con.execute("INSERT INTO run_skipped_text VALUES ('r2', 'greeting', 1)")
     con.close()
     params = {
-        "report_buckets": {"run_id": "r2"},
+        "report_buckets": {"run_id": "r2", "basis": None},
         "report_funnel": {"run_id": "r2"},
-        "report_citation_metrics": {"run_id": "r2"},
-        "report_trend": {"since": None},
-        "report_regressions": {"run_id": "r2", "previous_run_id": None},
-        "report_worst_cases": {"run_id": "r2", "limit": 10},
-        "report_failing_claims": {"run_id": "r2"},
+        "report_citation_metrics": {"run_id": "r2", "basis": "gold"},
+        "report_trend": {"since": None, "basis": None},
+        "report_regressions": {"run_id": "r2", "previous_run_id": None, "basis": None},
+        "report_worst_cases": {"run_id": "r2", "limit": 10, "basis": None},
+        "report_failing_claims": {"run_id": "r2", "basis": None},
         "report_coverage": {"run_id": "r2"},
         "report_skipped_text": {"run_id": "r2"},
+        "report_basis": {"run_id": "r2"},
         "latest_run": {},
     }
     assert set(params) == set(REPORTS)
@@ -368,7 +377,7 @@ def test_skipped_text_sums_a_runs_slices_per_kind(store: duckdb.DuckDBPyConnecti
 
 def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
     add_run(store, "r0", T0)
-    assert run(store, "report_coverage", run_id="r0") == [(0, 0, 0, 1.0, [], 0, [])]
+    assert run(store, "report_coverage", run_id="r0") == [(0, 0, 0, 1.0, [], 0, [], 0, 0, 0)]
     store.execute(
         "INSERT INTO runs VALUES ('r1', ?, ?, 'gold.yaml', 'rules', 3, 9, 0, 7, 'g1')", [T0, T0]
     )  # 7 traces read, 3 joined
@@ -388,6 +397,9 @@ def test_coverage_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
             ],
             2,
             ["c2", "c9"],
+            0,
+            0,
+            0,
         )
     ]
 
@@ -408,3 +420,91 @@ def test_the_seeds_60_days_example_is_not_an_aligned_citation(tmp_path: Path) ->
     [(bucket, label)] = [(c["bucket"], c["support_label"]) for c in result.claims.to_dicts() if c["gold_claim_id"]]
     assert (bucket, label) == ("grounding", "contradicted")
     assert [r[1:5] for r in rows if r[1] == "aligned_precision"] == [("aligned_precision", 0, 1, 0.0)]
+
+
+def _mixed_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime, corpus_a: str) -> None:
+    """Two traces with gold cases, two without (judged on the corpus basis), one without a request span."""
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, 'gold.yaml', 'rules', 2, 5, 0, 5, 'g1')", [run_id, started, started]
+    )  # 5 traces read, 2 joined a case
+    claim(con, run_id, "t1", "c1", "g", "ok")
+    claim(con, run_id, "t2", "c2", "g", "grounding", stage="generation", span="s2")
+    claim(con, run_id, "t3", None, None, corpus_a, text="A.", basis="corpus", stage="generation", span="s3")
+    claim(con, run_id, "t3", None, None, "ok", text="B.", basis="corpus")
+    claim(con, run_id, "t4", None, "(answer)", "access_violation", text=None, basis="corpus", stage="retrieval",
+          span="s4")  # fmt: skip
+    verdicts = [
+        ("t1", "c1", "ok", "gold"),
+        ("t2", "c2", "grounding", "gold"),
+        ("t3", None, corpus_a, "corpus"),
+        ("t4", None, "access_violation", "corpus"),
+    ]
+    for trace, case, verdict, basis in verdicts:
+        con.execute(
+            "INSERT INTO case_results (run_id, trace_id, case_id, verdict, basis) VALUES (?, ?, ?, ?, ?)",
+            [run_id, trace, case, verdict, basis],
+        )
+    for trace, reason in [("t3", "question_not_in_gold"), ("t4", "unknown_case_id"), ("t5", "no_request_span")]:
+        con.execute("INSERT INTO unmatched_traces VALUES (?, ?, ?, [])", [run_id, trace, reason])
+
+
+def test_basis_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
+    """A mixed run: each report counts the basis it is asked for; coverage counts both."""
+    _mixed_run(store, "m0", T0, "ok")
+    _mixed_run(store, "m1", T0 + dt.timedelta(days=1), "grounding")
+    zero = dict.fromkeys(BUCKETS, 0)
+    by_basis = [(b, bucket, n) for b, counts in (
+        ("gold", {**zero, "grounding": 1, "ok": 1}),
+        ("corpus", {**zero, "access_violation": 1, "grounding": 1, "ok": 1}),
+    ) for bucket, n in counts.items()]  # fmt: skip
+    assert run(store, "report_basis", run_id="m1") == by_basis
+    assert [r[1:] for r in run(store, "report_buckets", run_id="m1", basis="corpus") if r[2]] == [
+        ("access_violation", 1, 0.3333),
+        ("grounding", 1, 0.3333),
+        ("ok", 1, 0.3333),
+    ]
+    assert [r[1:] for r in run(store, "report_buckets", run_id="m1") if r[2]] == [
+        ("access_violation", 1, 0.2),
+        ("grounding", 2, 0.4),
+        ("ok", 2, 0.4),
+    ]
+    assert run(store, "report_coverage", run_id="m1") == [
+        (
+            5,
+            2,
+            3,
+            0.4,
+            [
+                {"reason": "no_request_span", "traces": 1},
+                {"reason": "question_not_in_gold", "traces": 1},
+                {"reason": "unknown_case_id", "traces": 1},
+            ],
+            0,
+            [],
+            2,  # traces judged on the corpus basis
+            2,  # gold-basis rows
+            3,  # corpus-basis rows
+        )
+    ]
+    assert run(store, "report_failing_claims", run_id="m1", basis="corpus") == [
+        (None, "(answer)", None, "access_violation", "retrieval", "why access_violation", "t4", "s4",
+         ["access_violation"], "corpus"),
+        (None, None, "A.", "grounding", "generation", "why grounding", "t3", "s3", ["grounding"], "corpus"),
+    ]  # fmt: skip
+    assert [r[6] for r in run(store, "report_failing_claims", run_id="m1", basis="gold")] == ["t2"]
+    # the corpus claim "A." went ok -> grounding: a regression of the corpus basis, by its text
+    assert run(store, "report_regressions", run_id="m1", previous_run_id=None) == [
+        ("regressed", None, "A.", "grounding", 0, 1, "m0", "corpus")
+    ]
+    assert run(store, "report_regressions", run_id="m1", previous_run_id=None, basis="gold") == []
+    assert run(store, "report_trend", since=dt.date(2026, 8, 11), basis="corpus") == [
+        (dt.date(2026, 8, 11), "m1", "access_violation", 1),
+        (dt.date(2026, 8, 11), "m1", "grounding", 1),
+        (dt.date(2026, 8, 11), "m1", "ok", 1),
+    ]
+    assert run(store, "report_worst_cases", run_id="m1", limit=5, basis="corpus") == [
+        (None, 2, 2, "access_violation", ["access_violation", "grounding"])
+    ]
+    assert [r[1:4] for r in run(store, "report_citation_metrics", run_id="m1", basis="gold")][:1] == [
+        ("validity", 2, 2)
+    ]

@@ -124,10 +124,11 @@ def test_the_markdown_report_renders_no_markup_link_or_image_from_a_trace(
     hrefs = re.findall(r'href="([^"]*)"', page)
     assert all(h.startswith("http://127.0.0.1:6006/redirects/spans/") for h in hrefs), hrefs
     assert all(is_span_id(h.rsplit("/", 1)[1]) for h in hrefs)
-    # every row of the failing-claims table keeps its six cells (a pipe in an id or a claim splits none)
+    # every row of the failing-claims table keeps its seven cells, basis among them (a pipe in an id or a claim
+    # splits none)
     table = page[page.index("<th>reason</th>") :]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
-    assert rows and all(r.count("<td") == 6 for r in rows), rows
+    assert rows and all(r.count("<td") == 7 for r in rows), rows
     # the text is still there, shown as written
     assert html.escape(CASE) in page or "evil|&lt;b&gt;case&lt;/b&gt;" in page
     assert "\x1b" not in text
