@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from opentelemetry.sdk.trace import TracerProvider  # a provider of its own: the global stays unset
 
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._cli import main
@@ -188,7 +189,7 @@ def test_drift_and_the_text_a_trace_served_are_read_without_a_case(tmp_path: Pat
 
 def _traffic(trace_dir: Path, times: int) -> None:
     """The demo's traffic, ``times`` over: every claim and cited set made by that many traces."""
-    handle = configure(service_name="policy-bot", trace_dir=trace_dir)
+    handle = configure(service_name="policy-bot", trace_dir=trace_dir, tracer_provider=TracerProvider())
     try:
         for _ in range(times):
             run_scenarios()
@@ -231,7 +232,7 @@ def _some_gold(tmp_path: Path) -> Path:
 
 
 def test_a_mixed_run_counts_coverage_bases_reports_and_gates_exactly(tmp_path: Path, capsys: Any) -> None:
-    handle = configure(service_name="policy-bot", trace_dir=tmp_path / "traces")
+    handle = configure(service_name="policy-bot", trace_dir=tmp_path / "traces", tracer_provider=TracerProvider())
     try:
         run_scenarios()
     finally:
@@ -309,7 +310,7 @@ def test_analyze_with_a_corpus_jsonl_and_no_gold(tmp_path: Path, capsys: Any) ->
     data = yaml.safe_load(gold_path().read_text(encoding="utf-8"))
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(c, default=str) + "\n" for c in data["corpus"]), encoding="utf-8")
-    handle = configure(service_name="policy-bot", trace_dir=tmp_path / "traces")
+    handle = configure(service_name="policy-bot", trace_dir=tmp_path / "traces", tracer_provider=TracerProvider())
     try:
         run_scenarios(scenarios=[s for s in SCENARIOS if s.name in ("wrong-paragraph", "archived-version")])
     finally:
