@@ -191,6 +191,11 @@ answer_rows AS (  -- corpus basis: a trace with no factual claim still gets its 
            NULL::BIGINT AS claim_idx
     FROM t_traces AS t
     WHERE t.case_id IS NULL AND NOT EXISTS (SELECT 1 FROM unmatched_rows AS u WHERE u.trace_id = t.trace_id)
+      -- ... when it shows a request at all: a stage span, or a stage that failed. A trace no stage of which
+      -- was traced (a framework building its index, a health check) stays in coverage and has no row
+      AND (t.retrieval_span IS NOT NULL OR t.context_span IS NOT NULL OR t.generation_span IS NOT NULL
+           OR t.resolution_span IS NOT NULL OR t.render_span IS NOT NULL
+           OR NOT starts_with(coalesce(t.unreadable_error, 'not observed: '), 'not observed: '))
 ),
 rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows UNION ALL SELECT * FROM answer_rows

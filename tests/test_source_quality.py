@@ -101,7 +101,9 @@ def test_a_claim_resting_only_on_a_forum_post_where_policy_is_required_is_flagge
     con = duckdb.connect(str(db), read_only=True)
     try:
         (run_id,) = con.execute("SELECT run_id FROM runs").fetchone() or ("",)
-        metrics = con.execute(query_path("report_citation_metrics").read_text(), {"run_id": run_id}).fetchall()
+        metrics = con.execute(
+            query_path("report_citation_metrics").read_text(), {"run_id": run_id, "basis": None}
+        ).fetchall()
     finally:
         con.close()
     assert [m[1:5] for m in metrics if m[1] == "low_authority"] == [("low_authority", 1, 1, 1.0)]
