@@ -58,7 +58,7 @@ def _run(side: str, path: str | None, db: Path, traces: Path, gold: Path) -> dic
         db.unlink(missing_ok=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         ing = bench._timed(bench.INGEST.format(db=str(db), traces=str(traces)))
-        cls = bench._timed(bench.CLASSIFY.format(db=str(db), gold=str(gold)))
+        cls = bench._timed(bench.CLASSIFY.format(db=str(db), gold=str(gold), evidence="gold"))
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
         if env_path is None:

@@ -54,15 +54,30 @@ span_has AS (    -- ... that have each wanted locator (a chunk the gold corpus d
     JOIN span_texts AS t ON t.x = s.text
     LEFT JOIN t_gold_chunks AS c ON c.chunk_id = t.chunk_id
 ),
+gold_by AS (     -- per locator: how many gold entries have it, whether all are untrusted, which (a
+                 -- locator many entries share, "section 2", is counted once, never joined per claim)
+    SELECT kind, value, count(*) AS n, bool_and(coalesce(untrusted, false)) AS only_untrusted,
+           -- which entries: only for a link every source of which is untrusted (the reason names them)
+           CASE WHEN kind = 'url' AND only_untrusted
+                THEN list_sort(list_distinct(list(chunk_id) FILTER (WHERE chunk_id IS NOT NULL))) END AS chunks
+    FROM gold_has GROUP BY kind, value
+),
+span_by AS (     -- the same per trace, from what its retrieval spans recorded
+    SELECT trace_id, kind, value, count(*) AS n, bool_and(untrusted) AS only_untrusted,
+           CASE WHEN kind = 'url' AND only_untrusted
+                THEN list_sort(list_distinct(list(chunk_id) FILTER (WHERE chunk_id IS NOT NULL))) END AS chunks
+    FROM span_has GROUP BY trace_id, kind, value
+),
 sourced AS (     -- each named locator with the sources that have it
     SELECT n.trace_id, n.claim_idx, n.kind, n.shown,
-           count(src.chunk_id) AS n_sources,
-           coalesce(bool_and(src.untrusted), false) AS only_untrusted,
-           list_sort(list_distinct(list(src.chunk_id) FILTER (WHERE src.chunk_id IS NOT NULL))) AS from_chunks
-    FROM named AS n
-    LEFT JOIN (SELECT NULL::VARCHAR AS trace_id, * FROM gold_has UNION ALL BY NAME SELECT * FROM span_has) AS src
-           ON src.kind = n.kind AND src.value = n.value AND (src.trace_id IS NULL OR src.trace_id = n.trace_id)
-    GROUP BY n.trace_id, n.claim_idx, n.kind, n.value, n.shown
+           coalesce(g.n, 0) + coalesce(s.n, 0) AS n_sources,
+           n_sources > 0 AND coalesce(g.only_untrusted, true) AND coalesce(s.only_untrusted, true) AS all_untrusted,
+           CASE WHEN n.kind = 'url' AND all_untrusted
+                THEN list_sort(list_distinct(coalesce(g.chunks, []) || coalesce(s.chunks, []))) END AS from_chunks,
+           all_untrusted AS only_untrusted
+    FROM (SELECT DISTINCT trace_id, claim_idx, kind, value, shown FROM named) AS n
+    LEFT JOIN gold_by AS g ON g.kind = n.kind AND g.value = n.value
+    LEFT JOIN span_by AS s ON s.trace_id = n.trace_id AND s.kind = n.kind AND s.value = n.value
 )
 SELECT trace_id, claim_idx,
        coalesce(list(shown ORDER BY shown) FILTER (WHERE n_sources = 0), []) AS invented,
