@@ -51,6 +51,11 @@ class Context:
         return h.hexdigest()[:16]
 
 
+def context(ctx: Context) -> Context:
+    """The run's context as a task result: each worker that runs a partition fetches it once."""
+    return ctx
+
+
 _ON_WORKER: dict[str, tuple[Path, Path | None, Judge]] = {}  # per worker process: the context, laid out once
 
 

@@ -83,7 +83,7 @@ def _client(scheduler: str | None, workers: int) -> tuple[Any, Callable[[], None
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):  # a task lost twice with its worker fails
         cluster = dist.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
         )
     client = dist.Client(cluster)
 
@@ -235,6 +235,7 @@ def _run(
     as_completed: Any = distributed.as_completed
 
     groups = _map_groups(files, tasks)
+    workers = len(client.nthreads())
     prefix = "citeline-" + uuid.uuid4().hex[:8]  # this run's tasks and events, on a cluster others may share
     maps = [
         client.submit(work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}", retries=1)
@@ -244,14 +245,16 @@ def _run(
               for m, mf in enumerate(maps)]  # fmt: skip
     metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
     del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
-    shipped = client.scatter(ctx, broadcast=True, hash=False)
+    # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
+    # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
+    shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
     reduces = {
         client.submit(work.reduce_partition, prefix, p, [r[p] for r in pieces], shipped, key=f"{prefix}-part-{p}",
                       retries=1): p
         for p in range(parts)
     }  # fmt: skip
     # the map phase: what ingest would have stored, in file order (a span read twice keeps its first file)
-    phase(f"reading {len(files)} trace file(s) in {len(groups)} map task(s) on {len(client.nthreads())} worker(s)")
+    phase(f"reading {len(files)} trace file(s) in {len(groups)} map task(s) on {workers} worker(s)")
     report = IngestReport(paths=[f for f, _s in files])
     for m, (meta_f, row) in enumerate(zip(metas, pieces, strict=True)):
         try:
@@ -273,8 +276,9 @@ def _run(
     outs: list[dict[str, Any]] = []
     failed: list[tuple[int, str]] = []
     for n, (fut, out) in enumerate(as_completed(list(reduces), with_results=True, raise_errors=False), 1):
-        if fut.status == "error":
-            failed.append((reduces[fut], _why(fut.exception())))
+        if fut.status != "finished" or isinstance(out, BaseException):  # erred, or cancelled by the scheduler
+            why = fut.exception() if fut.status == "error" else out
+            failed.append((reduces[fut], _why(why if isinstance(why, BaseException) else None)))
         else:
             _store_rows(con, run_id, out)
             outs.append(out)
@@ -282,10 +286,12 @@ def _run(
     phase("storing the run")
     attempts = _attempts(client, prefix)
     return _finish(con, run_id, started, report, outs, failed, parts, len(groups), attempts, local_judge, gold_set,
-                   gold, labels, db, scheduler, client)  # fmt: skip
+                   gold, labels, db, scheduler, workers)  # fmt: skip
 
 
 def _why(exc: BaseException | None) -> str:
+    if exc is None:
+        return "lost"
     text = str(exc).strip().splitlines()[0][:200] if exc is not None and str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -368,7 +374,7 @@ def _finish(
     labels: str | Path | None,
     db: str | Path,
     scheduler: str | None,
-    client: Any,
+    workers: int,
 ) -> AnalysisResult:
     """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
     human, label_errors = load_human_labels(labels)
@@ -463,7 +469,7 @@ def _finish(
     result.engine = {
         "name": "dask",
         "scheduler": scheduler or "LocalCluster",
-        "workers": len(client.nthreads()),
+        "workers": workers,
         "map_tasks": maps,
         "partitions": parts,
         "retries": retries,

@@ -33,6 +33,7 @@ from citeline.analyzer._analyze import analyze
 from citeline.analyzer._cli import main
 from citeline.analyzer._partitioned import analyze_partitioned
 from citeline.analyzer._result import AnalysisResult
+from citeline.analyzer.judges import RulesJudge
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
@@ -48,7 +49,7 @@ RUN_TABLES = ("unmatched_traces", "missing_cases", "run_skipped_text", "run_supp
 def client() -> Iterator[Any]:
     """One LocalCluster for the module: two worker processes, one thread each, on loopback."""
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
     )
     c = distributed.Client(cluster)
     try:
@@ -295,3 +296,32 @@ def test_a_worker_killed_mid_run_is_retried_with_the_same_rows(client: Any, tmp_
     single = analyze(tmp_path / "s.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"])
     assert_same_run(single, tmp_path / "s.duckdb", part, tmp_path / "p.duckdb")
     client.wait_for_workers(2, timeout=60)  # the nanny started it again
+
+
+class _DiesOnAnyClaim(RulesJudge):
+    """A judge plug-in that takes its process down (a native crash in a model runtime, say)."""
+
+    def judge_many(self, items: Any) -> Any:
+        os._exit(70)
+
+
+def test_a_partition_that_fails_twice_is_named_and_the_run_says_so(demo_lines: list[bytes], tmp_path: Path) -> None:
+    traces = _write(demo_lines, tmp_path)
+    # its own LocalCluster (one worker): a task that takes its worker down twice fails
+    part = analyze_partitioned(tmp_path / "p.duckdb", gold=gold_path(), traces=[traces], judge=_DiesOnAnyClaim(),
+                               workers=1, partitions=1)  # fmt: skip
+    assert part.engine["failed_partitions"] == [1]
+    assert part.engine["retries"] >= 1  # the second attempt, on the worker the nanny started again
+    [named] = [p for p in part.problems() if p.startswith("partitioned run:partition 1 of 1")]
+    assert (
+        "failed twice (KilledWorker: Attempted to run task" in named
+        and f"its {len(demo_lines)} trace(s) are not classified" in named
+    )
+    assert sum(part.summary.values()) == 0 and part.traces_read == 0
+    con = duckdb.connect(str(tmp_path / "p.duckdb"), read_only=True)
+    try:  # the run is stored, and its problems say why it is incomplete
+        stored = con.execute("SELECT message FROM input_problems WHERE run_id = $r", {"r": part.run_id}).fetchall()
+        assert any("failed twice" in m for (m,) in stored)
+        assert con.execute("SELECT count(*) FROM spans").fetchall()[0][0] > 0
+    finally:
+        con.close()
