@@ -325,3 +325,46 @@ def test_a_partition_that_fails_twice_is_named_and_the_run_says_so(demo_lines: l
         assert con.execute("SELECT count(*) FROM spans").fetchall()[0][0] > 0
     finally:
         con.close()
+
+
+def _stderr_of(argv: list[str], tty: bool) -> tuple[int, str]:
+    """Run the citeline command with its standard error on a terminal (a pty) or on a pipe."""
+    import pty
+    import subprocess
+    import sys
+
+    if not tty:
+        cli = [sys.executable, "-m", "citeline.analyzer._cli", *argv]
+        done = subprocess.run(cli, check=False, capture_output=True, timeout=300)
+        return done.returncode, done.stderr.decode()
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "citeline.analyzer._cli", *argv], stdout=subprocess.DEVNULL,
+                            stderr=follower)  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(timeout=300), b"".join(chunks).decode(errors="replace")
+
+
+def test_every_phase_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    argv = ["analyze", "--engine", "dask", "--scheduler", client.scheduler.address, "--partitions", "3",
+            "--traces", str(traces), "--gold", str(gold_path()), "--format", "json"]  # fmt: skip
+    code, shown = _stderr_of([*argv, "--db", str(tmp_path / "tty.duckdb")], tty=True)
+    assert code == 0
+    for line in ("reading 1 trace file(s) in 1 map task(s) on 2 worker(s)...", "reading trace files: 1 / 1",
+                 "classifying 3 partition(s)...", "classifying partitions: 3 / 3", "storing the run..."):  # fmt: skip
+        assert line in shown, shown
+    code, piped = _stderr_of([*argv, "--db", str(tmp_path / "pipe.duckdb")], tty=False)
+    assert code == 0
+    assert "partitions:" not in piped and "..." not in piped
