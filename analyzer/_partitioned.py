@@ -325,8 +325,10 @@ def _store_ingest(
             "INSERT INTO file_traces SELECT DISTINCT * FROM t_ft AS b WHERE NOT EXISTS (SELECT 1 FROM file_traces "
             "AS f WHERE f.source_file = b.source_file AND f.trace_id = b.trace_id)"
         )
-    if meta["ingested"]:
-        con.executemany("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)", meta["ingested"])
+    held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
+    fresh = [row for row in meta["ingested"] if (str(row[0]), int(row[1])) not in held]  # read again: recorded once
+    if fresh:
+        con.executemany("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)", fresh)
     got: IngestReport = meta["report"]
     report.files += got.files
     report.bytes += got.bytes

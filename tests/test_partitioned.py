@@ -37,6 +37,7 @@ from citeline.analyzer.judges import RulesJudge
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
+from tests.test_lake import _collector_objects, _upload, s3  # noqa: F401 - s3: the loopback S3 fixture
 
 distributed = pytest.importorskip("distributed")
 
@@ -368,3 +369,23 @@ def test_every_phase_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
     code, piped = _stderr_of([*argv, "--db", str(tmp_path / "pipe.duckdb")], tty=False)
     assert code == 0
     assert "partitions:" not in piped and "..." not in piped
+
+
+@pytest.mark.usefixtures("s3")
+def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: list[bytes], tmp_path: Path) -> None:
+    """The Collector's layout in a loopback S3 bucket (moto), one trace across two objects, some gzipped,
+    a bucket that does not exist beside it: each map task fetches its own objects with the credentials
+    of its worker's environment (a LocalCluster started here, after the environment points at moto)."""
+    _upload(_collector_objects(demo_lines))
+    urls = ["s3://lake/traces/", "s3://no-such-bucket/x/"]
+    single = analyze(tmp_path / "one.duckdb", gold=gold_path(), traces=urls)
+    part = analyze_partitioned(tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3)
+    assert ("s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped"
+            in part.problems())  # fmt: skip
+    assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
+    con = duckdb.connect(str(tmp_path / "two.duckdb"), read_only=True)
+    try:  # the store names each object by its URL, never by a worker's temporary copy
+        sources = {s for (s,) in con.execute("SELECT DISTINCT source_file FROM spans").fetchall()}
+    finally:
+        con.close()
+    assert sources and all(s.startswith("s3://lake/traces/") for s in sources)
