@@ -26,9 +26,10 @@ HERE = Path(__file__).resolve().parent
 _ONE = """
 import json, time
 from citeline.analyzer._analyze import analyze
-t = time.perf_counter()
-r = analyze({db!r}, gold={gold!r}, traces=[{traces!r}])
-print(json.dumps({{"seconds": time.perf_counter() - t, "summary": r.summary, "run_id": r.run_id}}))
+if __name__ == "__main__":  # the run's pool spawns interpreters that import this file
+    t = time.perf_counter()
+    r = analyze({db!r}, gold={gold!r}, traces=[{traces!r}])
+    print(json.dumps({{"seconds": time.perf_counter() - t, "summary": r.summary, "run_id": r.run_id}}))
 """
 
 _DASK = """
@@ -42,11 +43,15 @@ if __name__ == "__main__":
     client = distributed.Client(cluster)
     start = time.perf_counter() - t
     t = time.perf_counter()
-    r = analyze_partitioned({db!r}, gold={gold!r}, traces=[{traces!r}], client=client, partitions={partitions})
+    marks = []
+    r = analyze_partitioned({db!r}, gold={gold!r}, traces=[{traces!r}], client=client, partitions={partitions},
+                            on_phase=lambda name: marks.append((name.split(" ")[0], time.perf_counter() - t)))
     seconds = time.perf_counter() - t
+    ends = [m[1] for m in marks[1:]] + [seconds]
+    phases = {{name: round(end - at, 1) for (name, at), end in zip(marks, ends)}}
     client.close(); cluster.close()
     print(json.dumps({{"seconds": seconds, "cluster_start": start, "summary": r.summary, "run_id": r.run_id,
-                      "engine": r.engine}}))
+                      "engine": r.engine, "phases": phases}}))
 """
 
 
@@ -62,7 +67,9 @@ def _timed(code: str, cwd: Path) -> dict[str, Any]:
     script.write_text(code)
     busy = _busy_jiffies()
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=str(HERE))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False, cwd=str(HERE))
+    if out.returncode:
+        sys.exit(f"{script} failed:\n{out.stderr[-3000:]}")
     wall = time.perf_counter() - t
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     result["machine_cpu_s"] = (_busy_jiffies() - busy) / 100
@@ -121,7 +128,9 @@ def main() -> None:
             start = f"{r['cluster_start']:.1f}" if "cluster_start" in r else "-"
             print(f"| {name} | {r['seconds']:.1f} | {args.n / r['seconds']:,.0f} | {start} | "
                   f"{r['machine_cpu_s']:.0f} | {'-' if same is None else ('yes' if same else 'NO')} |")  # fmt: skip
-        for _name, r, _same in rows[1:]:
+        for name, r, _same in rows[1:]:
+            print(f"{name}: seconds per driver phase {r['phases']} (reading: map tasks and storing their spans; "
+                  "classifying: the partitions still running after that; storing: the run's tables)")  # fmt: skip
             print(json.dumps(r["engine"]))
 
 
