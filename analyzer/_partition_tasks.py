@@ -43,12 +43,13 @@ class Context:
     settings: dict[str, Any] = field(default_factory=dict)  # abstain_phrases, answer_keys, attach, exempt
 
     def digest(self) -> str:
-        h = hashlib.sha256()
+        """The gold files and labels, names and bytes: what is laid out on a worker's disk."""
+        h = hashlib.sha256(b"dir" if self.gold_is_dir else b"file")
         for name, data in sorted(self.gold.items()):
-            h.update(name.encode() + b"\0" + data)
+            h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
         if self.labels:
-            h.update(self.labels[1])
-        return h.hexdigest()[:16]
+            h.update(b"labels\0" + self.labels[0].encode() + b"\0" + hashlib.sha256(self.labels[1]).digest())
+        return h.hexdigest()
 
 
 def context(ctx: Context) -> Context:
@@ -56,12 +57,15 @@ def context(ctx: Context) -> Context:
     return ctx
 
 
-_ON_WORKER: dict[str, tuple[Path, Path | None, Judge]] = {}  # per worker process: the context, laid out once
+#: per worker process: each gold set (and labels) laid out on disk once, each judge named by options built once;
+#: the same gold set in the next run on a long-lived cluster finds its folder again
+_FILES: dict[str, tuple[Path, Path | None]] = {}
+_JUDGES: dict[str, Judge] = {}
 
 
 def _laid_out(ctx: Context) -> tuple[Path, Path | None, Judge]:
-    key = ctx.digest() + repr(ctx.judge if isinstance(ctx.judge, tuple) else id(ctx.judge))
-    if key not in _ON_WORKER:
+    key = ctx.digest()
+    if key not in _FILES:
         root = Path(tempfile.mkdtemp(prefix="citeline-partition-"))
         gold = root / "gold"
         if ctx.gold_is_dir:
@@ -76,9 +80,13 @@ def _laid_out(ctx: Context) -> tuple[Path, Path | None, Judge]:
         if ctx.labels is not None:
             labels = root / ctx.labels[0]
             labels.write_bytes(ctx.labels[1])
-        judge = ctx.judge if not isinstance(ctx.judge, tuple) else judges.load(ctx.judge[0], **ctx.judge[1])
-        _ON_WORKER[key] = (gold, labels, judge)
-    return _ON_WORKER[key]
+        _FILES[key] = (gold, labels)
+    if not isinstance(ctx.judge, tuple):  # an instance travels with the context
+        return (*_FILES[key], ctx.judge)
+    named = repr((ctx.judge[0], sorted(ctx.judge[1].items())))
+    if named not in _JUDGES:
+        _JUDGES[named] = judges.load(ctx.judge[0], **ctx.judge[1])
+    return (*_FILES[key], _JUDGES[named])
 
 
 def _event(topic: str, msg: dict[str, Any]) -> None:

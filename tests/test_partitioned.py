@@ -389,3 +389,22 @@ def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: li
     finally:
         con.close()
     assert sources and all(s.startswith("s3://lake/traces/") for s in sources)
+
+
+def test_human_labels_override_the_judge_in_every_partition(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    first = analyze(tmp_path / "probe.duckdb", gold=gold_path(), traces=[traces])
+    picked = first.claims.filter(first.claims["gold_claim_id"].is_not_null()).head(3).to_dicts()
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"trace_id": c["trace_id"], "claim": c["gold_claim_id"], "label": "contradicted"} for c in picked]
+    rows.append({"trace_id": picked[0]["trace_id"], "claim": "x", "label": "maybe"})  # a bad row: one gold error
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    one, two = tmp_path / "single.duckdb", tmp_path / "partitioned.duckdb"
+    single = analyze(one, gold=gold_path(), traces=[traces], labels=labels)
+    part = analyze_partitioned(two, gold=gold_path(), traces=[traces], labels=labels, client=client, partitions=3)
+    assert _rows(one, "human_labelled", single.run_id) != []  # (a claim the answer left out has no text to record)
+    assert single.summary != first.summary  # the labels moved claims
+    assert [e for e in part.problems() if "maybe" in e] != []  # the bad row, named once
+    assert_same_run(single, one, part, two)
