@@ -141,7 +141,7 @@ def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: in
         meta = {
             "files": files,
             "report": report,
-            "file_traces": con.execute("SELECT * FROM file_traces").fetchall(),
+            "file_traces": parquet(con.sql("SELECT * FROM file_traces").to_arrow_table()),  # a row per trace
             "ingested": con.execute("SELECT * FROM ingested_files").fetchall(),
         }
     finally:

@@ -318,13 +318,12 @@ def _store_ingest(
         ).fetchall()
         con.unregister("_piece")
         report.spans_added += int(added[0][0]) if added else 0
-    if meta["file_traces"]:
-        con.execute("CREATE OR REPLACE TEMP TABLE t_ft (source_file VARCHAR, trace_id VARCHAR)")
-        con.executemany("INSERT INTO t_ft VALUES (?, ?)", meta["file_traces"])
-        con.execute(
-            "INSERT INTO file_traces SELECT DISTINCT * FROM t_ft AS b WHERE NOT EXISTS (SELECT 1 FROM file_traces "
-            "AS f WHERE f.source_file = b.source_file AND f.trace_id = b.trace_id)"
-        )
+    con.register("_ft", work.arrow(meta["file_traces"]))  # one set-based insert: executemany costs ~1 ms a row
+    con.execute(
+        "INSERT INTO file_traces BY NAME SELECT DISTINCT * FROM _ft AS b WHERE NOT EXISTS (SELECT 1 FROM file_traces "
+        "AS f WHERE f.source_file = b.source_file AND f.trace_id = b.trace_id)"
+    )
+    con.unregister("_ft")
     held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
     fresh = [row for row in meta["ingested"] if (str(row[0]), int(row[1])) not in held]  # read again: recorded once
     if fresh:
