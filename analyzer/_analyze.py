@@ -515,6 +515,7 @@ def analyze(
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
         result.warnings = [str(w) for w in gold_set.warnings]
         result.skipped_text = splitting.skipped_counts(con, run_id)
+        result.tallies = {"joined_by_content": joined_by_content, "unjoined": unjoined, "openinference": oi_stats}
         result.judge = {
             "name": judges.ident(support_judge),
             "asked": cached_judge.asked,

@@ -42,7 +42,7 @@ def _print_result(result: Any, fmt: str) -> None:
     for bucket in BUCKETS:
         table.add_row(bucket, str(summary[bucket]))
     console.print(table)
-    for line in [*result.coverage_lines(), result.skipped_text_line()]:
+    for line in [*result.coverage_lines(), result.skipped_text_line(), result.engine_line()]:
         if line:
             console.print(term(line), markup=False, highlight=False)
     failing = result.failing(40)
@@ -83,6 +83,7 @@ def _progress(args: argparse.Namespace) -> Any:
 
 def _analyze(args: argparse.Namespace) -> int:
     from ._analyze import InputError, analyze
+    from ._partitioned import EngineError
     from ._policy import PolicyError
 
     if args.gold is None and args.corpus is None:
@@ -109,22 +110,31 @@ def _analyze(args: argparse.Namespace) -> int:
     from ._structured import AnswerKeysError
 
     try:
-        result = analyze(
-            args.db,
-            gold=args.gold,
-            corpus=args.corpus,
-            traces=args.traces or None,
-            judge=judge,
-            labels=args.labels,
-            abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
-            answer_keys=keys,
-            attach=args.attach,
-            exempt=args.exempt,
-            progress=show,
-            on_phase=(lambda name: _err(f"{name}...")) if show else None,
-        )
+        if args.engine == "dask":
+            result = _analyze_dask(args, keys, show is not None)
+        else:
+            result = analyze(
+                args.db,
+                gold=args.gold,
+                corpus=args.corpus,
+                traces=args.traces or None,
+                judge=judge,
+                labels=args.labels,
+                abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
+                answer_keys=keys,
+                attach=args.attach,
+                exempt=args.exempt,
+                progress=show,
+                on_phase=(lambda name: _err(f"{name}...")) if show else None,
+            )
     except (InputError, AnswerKeysError, PolicyError) as exc:
         _err(f"citeline: {exc}")
+        return 2
+    except EngineError as exc:
+        _err(f"citeline: {exc}")
+        return 2
+    except ImportError as exc:  # --engine dask without dask installed
+        _err(f"citeline: --engine dask needs dask.distributed ({exc}): pip install 'citeline[dask]'")
         return 2
     result.phoenix_url = _phoenix_url(args)
     _print_result(result, args.format)
@@ -135,6 +145,10 @@ def _analyze(args: argparse.Namespace) -> int:
             f"citeline: warning: {len(result.warnings)} gold case(s) are drafts (status: draft), e.g. "
             f"{result.warnings[0]}; `citeline validate` lists them",
         )
+    failed = result.engine.get("failed_partitions") if result.engine else None
+    if failed:  # a partition that failed twice is never a green run: its traces are not classified
+        _err(f"citeline: partition(s) {', '.join(map(str, failed))} failed twice; the run is incomplete")
+        return 1
     if sum(result.summary.values()) == 0:  # never a green run on nothing
         cov = result.coverage
         reasons: dict[str, int] = {}
@@ -148,6 +162,39 @@ def _analyze(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -> Any:
+    """``analyze --engine dask``: the same run as partitions of whole traces on a Dask cluster."""
+    from ._analyze import DEFAULT_ABSTAIN_PHRASES, InputError
+    from ._partitioned import analyze_partitioned
+
+    if args.corpus is not None:
+        raise InputError("--engine dask reads a gold set (--gold FILE); a partitioned --corpus run is not built yet")
+
+    def show(name: str, done: int, total: int) -> None:
+        sys.stderr.write(f"\r{name}: {done} / {total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return analyze_partitioned(
+        args.db,
+        gold=args.gold,
+        traces=args.traces or [],
+        judge=args.judge,
+        judge_options=_judge_options(args) or {},
+        labels=args.labels,
+        abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
+        answer_keys=keys,
+        attach=args.attach,
+        exempt=args.exempt,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        partitions=args.partitions,
+        on_phase=(lambda name: _err(f"{name}...")) if shown else None,
+        on_progress=show if shown else None,
+    )
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -174,6 +221,18 @@ def _load_judge(args: argparse.Namespace) -> Any:
         for name, where in sorted(available().items()):
             print(f"{name}\t{where}")
         return None
+    options = _judge_options(args)
+    if options is None:
+        return None
+    try:
+        return load(args.judge, **options)
+    except (JudgeNotFound, ValueError, TypeError, ImportError) as exc:
+        _err(f"citeline: --judge {args.judge}: {exc}")
+        return None
+
+
+def _judge_options(args: argparse.Namespace) -> dict[str, str] | None:
+    """--judge-option KEY=VALUE as a dict; None (after saying why) for one not so written."""
     options: dict[str, str] = {}
     for opt in args.judge_option or []:
         key, sep, value = opt.partition("=")
@@ -181,11 +240,7 @@ def _load_judge(args: argparse.Namespace) -> Any:
             _err(f"citeline: --judge-option {opt!r}: write KEY=VALUE, e.g. model=gpt-4o-mini")
             return None
         options[key.strip()] = value
-    try:
-        return load(args.judge, **options)
-    except (JudgeNotFound, ValueError, TypeError, ImportError) as exc:
-        _err(f"citeline: --judge {args.judge}: {exc}")
-        return None
+    return options
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -685,6 +740,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KINDS",
         help="kinds of text that need no citation, comma-separated, or all (the default) or none: greeting, "
         "transition, question, meta, heading, table_header, list_number, bibliography",
+    )
+    an.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: this process (default); dask: partitions of whole traces on a Dask cluster, the same rows "
+        "(docs/scale-out.md), e.g. --engine dask --scheduler tcp://10.0.0.5:8786",
+    )
+    an.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --engine dask: a running Dask scheduler (tcp://HOST:PORT); without it a LocalCluster",
+    )
+    an.add_argument(
+        "--workers", type=int, default=2, help="with --engine dask and no --scheduler: LocalCluster worker processes"
+    )
+    an.add_argument(
+        "--partitions", type=int, help="with --engine dask: partitions of traces (default four per worker thread)"
     )
     an.add_argument("--format", choices=("table", "json"), default="table")
     an.add_argument("--quiet", action="store_true", help="no progress output")

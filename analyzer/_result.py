@@ -50,6 +50,11 @@ class AnalysisResult:
     judge: dict[str, Any] = field(default_factory=dict)  # name, asked, cached, failed, and a model judge's usage
     warnings: list[str] = field(default_factory=list)  # usable but unconfirmed gold (draft cases)
     skipped_text: dict[str, int] = field(default_factory=dict)  # text that is no claim, per kind (_policy)
+    # what the run's problems were counted from (chunk ids joined by content, OpenInference documents):
+    # a partitioned run adds its partitions' tallies up before it words them (analyzer/_partitioned.py)
+    tallies: dict[str, Any] = field(default_factory=dict, repr=False)
+    # how a partitioned run ran: engine, scheduler, workers, partitions, retries, partitions that failed
+    engine: dict[str, Any] = field(default_factory=dict)
     db: str | None = None
     con: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
@@ -126,6 +131,19 @@ class AnalysisResult:
             return None
         return "not claims (counted, never judged): " + ", ".join(f"{n} {k}" for k, n in self.skipped_text.items())
 
+    def engine_line(self) -> str | None:
+        """How a partitioned run ran, in one line (None for a run in one process)."""
+        e = self.engine
+        if not e:
+            return None
+        line = (
+            f"engine: {e['name']} ({e['scheduler']}, {e['workers']} worker(s)): {e['map_tasks']} map task(s), "
+            f"{e['partitions']} partition(s), {e['retries']} task(s) run again"
+        )
+        if e["failed_partitions"]:
+            line += f"; partition(s) {', '.join(map(str, e['failed_partitions']))} failed twice"
+        return line
+
     def failing(self, limit: int) -> pl.DataFrame:
         """The first ``limit`` claims not ``ok``, in the order of ``claims``."""
         return self._frame(
@@ -182,7 +200,10 @@ class AnalysisResult:
         )
         out.write(f'"by_basis": {dump(self.by_basis)}, ')
         out.write(f'"judge": {dump(self.judge)}, "skipped": {self.skipped}, "problems": {dump(self.problems())}, ')
-        out.write(f'"warnings": {dump(self.warnings)}, "skipped_text": {dump(self.skipped_text)}, "cases": [')
+        out.write(f'"warnings": {dump(self.warnings)}, "skipped_text": {dump(self.skipped_text)}, ')
+        if self.engine:  # a partitioned run: how it ran, its retries and any partition that failed
+            out.write(f'"engine": {dump(self.engine)}, ')
+        out.write('"cases": [')
         first = True
         for trace_id, case_id, verdict, basis in self._rows(
             "SELECT trace_id, case_id, verdict, basis FROM case_results WHERE run_id = $r ORDER BY case_id, trace_id",
@@ -232,6 +253,7 @@ class AnalysisResult:
             "problems": self.problems(),
             "warnings": self.warnings,
             "skipped_text": self.skipped_text,
+            **({"engine": self.engine} if self.engine else {}),
             "cases": self.cases.select("trace_id", "case_id", "verdict", "basis").to_dicts(),
             "claims": [self._link(c) for c in self.claims.select(*_CLAIM_KEYS).to_dicts()],
         }

@@ -7,6 +7,10 @@ large, so the workers import while DuckDB joins traces to cases, and :func:`stop
 ends; the splitter and the rules judge both take it from :func:`pool`.
 
 Spawn, not fork: forking a host process copies its threads' locks mid-flight.
+
+A partitioned run's worker (analyzer/_partitioned.py) is already one of many processes: inside
+:func:`in_process` no pool is started and every ``pool()`` runs its work in the calling thread, so
+a cluster's workers never start pools of their own.
 """
 
 from __future__ import annotations
@@ -14,20 +18,47 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from collections.abc import Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class _Run(threading.local):
     pool: ProcessPoolExecutor | None = None
+    inline: bool = False  # a partitioned run's worker: the text work runs here, in this thread
 
 
 _RUN = _Run()  # per thread: two runs in two threads of one host each have their own pool
 
 
 def cores() -> int:
-    return os.cpu_count() or 1
+    """The processes a run's text work may use: every core, or one inside :func:`in_process`."""
+    return 1 if _RUN.inline else os.cpu_count() or 1
+
+
+class _Here(Executor):
+    """An executor that runs each call where it is submitted (a partitioned worker's text work)."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        done: Future[T] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - handed back as a pool hands it back
+            done.set_exception(exc)
+        return done
+
+
+@contextmanager
+def in_process() -> Iterator[None]:
+    """No pool while inside: a partitioned worker's text work runs in the worker (no nested pools)."""
+    was, _RUN.inline = _RUN.inline, True
+    try:
+        yield
+    finally:
+        _RUN.inline = was
 
 
 def start() -> Executor | None:
@@ -49,6 +80,9 @@ def pool(workers: int) -> Iterator[Executor]:
     """The run's pool when one is up; otherwise ``workers`` processes of its own, shut down on leaving."""
     if _RUN.pool is not None:
         yield _RUN.pool
+        return
+    if _RUN.inline:
+        yield _Here()
         return
     own = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     try:

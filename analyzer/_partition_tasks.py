@@ -1,0 +1,201 @@
+"""What a partitioned run's workers do (analyzer/_partitioned.py drives them): map and reduce tasks.
+
+Each task is a plain function of picklable arguments, run by a Dask worker: ``map_files`` ingests a
+share of the trace files into a DuckDB in memory and cuts the spans into Parquet pieces by
+``hash(trace_id)``; ``reduce_partition`` runs ``analyze`` over one partition's pieces with the
+run's context (gold set, labels, judge, cached judgments), shipped once per worker and laid out on
+its disk once. Each task records its start as a Dask event, so the driver counts attempts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from . import _workers, judges
+from ._analyze import analyze
+from ._ingest import ingest
+from ._store import connect, register_frame
+from .judges import Judge
+
+#: the rows a partition hands back, per table of the store (each keyed by the run id)
+RESULT_TABLES = ("claim_results", "case_results", "unmatched_traces", "run_skipped_text", "run_span_chunks",
+                 "run_feedback", "run_chunks", "run_support")  # fmt: skip
+MAP_EVENTS, REDUCE_EVENTS = "citeline-map", "citeline-partition"
+
+
+@dataclass
+class Context:
+    """What every partition needs, shipped once to each worker (``Client.scatter(broadcast=True)``)."""
+
+    gold: dict[str, bytes]  # file name -> bytes; a folder's files, or the one gold file
+    gold_is_dir: bool
+    labels: tuple[str, bytes] | None
+    judge: Judge | tuple[str, dict[str, Any]]  # an instance, or a name and options loaded on the worker
+    judgments: bytes  # the store's cached judgments of this judge, as Parquet
+    settings: dict[str, Any] = field(default_factory=dict)  # abstain_phrases, answer_keys, attach, exempt
+
+    def digest(self) -> str:
+        """The gold files and labels, names and bytes: what is laid out on a worker's disk."""
+        h = hashlib.sha256(b"dir" if self.gold_is_dir else b"file")
+        for name, data in sorted(self.gold.items()):
+            h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+        if self.labels:
+            h.update(b"labels\0" + self.labels[0].encode() + b"\0" + hashlib.sha256(self.labels[1]).digest())
+        return h.hexdigest()
+
+
+def context(ctx: Context) -> Context:
+    """The run's context as a task result: each worker that runs a partition fetches it once."""
+    return ctx
+
+
+#: per worker process: each gold set (and labels) laid out on disk once, each judge named by options built once;
+#: the same gold set in the next run on a long-lived cluster finds its folder again
+_FILES: dict[str, tuple[Path, Path | None]] = {}
+_JUDGES: dict[str, Judge] = {}
+
+
+def _laid_out(ctx: Context) -> tuple[Path, Path | None, Judge]:
+    key = ctx.digest()
+    if key not in _FILES:
+        root = Path(tempfile.mkdtemp(prefix="citeline-partition-"))
+        gold = root / "gold"
+        if ctx.gold_is_dir:
+            gold.mkdir()
+            for name, data in ctx.gold.items():
+                (gold / name).write_bytes(data)
+        else:
+            [(name, data)] = ctx.gold.items()
+            gold = root / name
+            gold.write_bytes(data)
+        labels = None
+        if ctx.labels is not None:
+            labels = root / ctx.labels[0]
+            labels.write_bytes(ctx.labels[1])
+        _FILES[key] = (gold, labels)
+    if not isinstance(ctx.judge, tuple):  # an instance travels with the context
+        return (*_FILES[key], ctx.judge)
+    named = repr((ctx.judge[0], sorted(ctx.judge[1].items())))
+    if named not in _JUDGES:
+        _JUDGES[named] = judges.load(ctx.judge[0], **ctx.judge[1])
+    return (*_FILES[key], _JUDGES[named])
+
+
+def _event(topic: str, msg: dict[str, Any]) -> None:
+    from distributed import get_worker
+
+    worker = get_worker()
+    worker.log_event(topic, {**msg, "worker": worker.address, "pid": os.getpid()})
+
+
+def parquet(table: Any) -> bytes:
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    out = io.BytesIO()
+    pq.write_table(table, out, compression="zstd")
+    return out.getvalue()
+
+
+def arrow(data: bytes) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(io.BytesIO(data))
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> None:
+    from distributed import get_worker
+
+    worker = get_worker()
+    nthreads = getattr(worker, "nthreads", None) or getattr(worker.state, "nthreads", 1)
+    con.execute(f"SET threads = {max(1, int(nthreads or 1))}")  # an int, never user input
+
+
+def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: int) -> dict[str, Any]:
+    """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition."""
+    _event(MAP_EVENTS, {"run": run, "task": task})
+    con = connect(":memory:")
+    try:
+        _threads(con)
+        report = ingest(con, files)
+        con.execute("CREATE TEMP TABLE t_rank (path VARCHAR, file_rank BIGINT)")
+        con.executemany("INSERT INTO t_rank VALUES (?, ?)", list(zip(files, ranks, strict=True)))
+        spans = con.sql(
+            "SELECT (hash(s.trace_id) % $parts)::BIGINT AS part, s.*, r.file_rank FROM spans AS s "
+            "LEFT JOIN t_rank AS r ON r.path = s.source_file",
+            params={"parts": parts},
+        ).to_arrow_table()
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+        pieces: list[bytes | None] = []
+        for p in range(parts):
+            piece = spans.filter(pc.equal(spans["part"], p)).drop_columns(["part"])
+            pieces.append(parquet(piece) if piece.num_rows else None)
+        meta = {
+            "files": files,
+            "report": report,
+            "file_traces": parquet(con.sql("SELECT * FROM file_traces").to_arrow_table()),  # a row per trace
+            "ingested": con.execute("SELECT * FROM ingested_files").fetchall(),
+        }
+    finally:
+        con.close()
+    return {"pieces": pieces, "meta": meta}
+
+
+def piece(out: dict[str, Any], part: int) -> bytes | None:
+    piece: bytes | None = out["pieces"][part]
+    return piece
+
+
+def meta(out: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = out["meta"]
+    return meta
+
+
+def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context) -> dict[str, Any]:
+    """Run ``analyze`` over one partition's spans on this worker; its rows, tallies and new judgments."""
+    _event(REDUCE_EVENTS, {"run": run, "partition": part})
+    gold, labels, judge = _laid_out(ctx)
+    con = connect(":memory:")
+    try:
+        _threads(con)
+        register_frame(con, "t_cached", arrow(ctx.judgments))
+        con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM t_cached")
+        present = [p for p in pieces if p is not None]
+        if present:
+            import pyarrow as pa  # type: ignore[import-untyped]
+
+            con.register("_pieces", pa.concat_tables([arrow(p) for p in present]))
+            # a span read in two map tasks (the same line in two files) keeps the first file's reading
+            con.execute(
+                "INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank, n) FROM ("
+                " SELECT *, row_number() OVER (PARTITION BY trace_id, span_id ORDER BY file_rank) AS n"
+                " FROM _pieces) WHERE n = 1"
+            )
+            con.unregister("_pieces")
+        with _workers.in_process():
+            result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels, **ctx.settings)
+        rows = {
+            t: con.sql(
+                f"SELECT * EXCLUDE (run_id) FROM {t} WHERE run_id = $r", params={"r": result.run_id}
+            ).to_arrow_table()
+            for t in RESULT_TABLES  # names from this module, never user input
+        }
+        new = con.sql("SELECT * FROM judgments WHERE key NOT IN (SELECT key FROM t_cached)").to_arrow_table()
+        return {
+            "part": part,
+            "rows": {t: parquet(r) for t, r in rows.items()},
+            "judgments": parquet(new),
+            "tallies": result.tallies,
+            "judge": dict(result.judge),
+            "traces_read": result.traces_read,
+        }
+    finally:
+        con.close()

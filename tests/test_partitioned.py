@@ -1,0 +1,410 @@
+"""Partitioned runs on Dask (``analyze --engine dask``) against a real LocalCluster: 2 worker processes on loopback.
+
+Every test compares a partitioned run with the single-process run over the same files, row for row:
+claim_results and case_results (EXCEPT ALL both ways, without run_id), every other table of the run,
+the coverage and the problems. The inputs are the demo's bucket scenarios (each bucket twice, with
+its twin), a subset that leaves gold cases without a trace (each counted once, not once per
+partition), traces cut the way a Collector writes them (one trace's spans across lines and files,
+some gzipped), and a Hypothesis property over random partition counts and file splits. A worker
+killed by its pid mid-run: the run completes with the same rows and counts the retry.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench import synth
+from citeline.analyzer._analyze import analyze
+from citeline.analyzer._cli import main
+from citeline.analyzer._partitioned import analyze_partitioned
+from citeline.analyzer._result import AnalysisResult
+from citeline.analyzer.judges import RulesJudge
+from citeline.examples.demo import SCENARIOS, gold_path
+from citeline.examples.policy_bot import Faults
+from tests.analysis_helpers import run_and_analyze
+from tests.test_lake import _collector_objects, _upload, s3  # noqa: F401 - s3: the loopback S3 fixture
+
+distributed = pytest.importorskip("distributed")
+
+#: every table a run writes, beside claim_results and case_results
+RUN_TABLES = ("unmatched_traces", "missing_cases", "run_skipped_text", "run_support", "run_span_chunks",
+              "run_feedback", "run_chunks", "human_labelled")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """One LocalCluster for the module: two worker processes, one thread each, on loopback."""
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+    )
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def demo_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """The demo's trace lines as the instrumentation wrote them (every bucket twice, with twins)."""
+    tmp = tmp_path_factory.mktemp("demo")
+    run_and_analyze(tmp, SCENARIOS)
+    return [line for f in sorted((tmp / "traces").glob("*.jsonl")) for line in f.read_bytes().splitlines() if line]
+
+
+def _spans(lines: list[bytes]) -> list[tuple[Any, Any, dict[str, Any]]]:
+    """Every span of the lines with the resource and scope it was written under."""
+    out = []
+    for line in lines:
+        doc = json.loads(line)
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                out.extend((rs.get("resource", {}), ss.get("scope", {}), span) for span in ss["spans"])
+    return out
+
+
+def _scatter(lines: list[bytes], root: Path, files: int, seed: int) -> Path:
+    """The spans rewritten as a Collector might: batches of 1-4 spans per line in shuffled order, the
+    lines dealt over ``files`` files (every other one gzipped), so a trace's spans sit on several lines
+    and often in several files."""
+    rng = random.Random(seed)
+    spans = _spans(lines)
+    rng.shuffle(spans)
+    out: list[list[bytes]] = [[] for _ in range(files)]
+    i = 0
+    while i < len(spans):
+        batch = spans[i : i + rng.randint(1, 4)]
+        i += len(batch)
+        doc = {"resourceSpans": [{"resource": r, "scopeSpans": [{"scope": s, "spans": [sp]}]} for r, s, sp in batch]}
+        out[rng.randrange(files)].append(json.dumps(doc).encode())
+    folder = root / "traces"
+    folder.mkdir(parents=True)
+    for n, body in enumerate(out):
+        data = b"\n".join(body) + b"\n" if body else b""
+        if n % 2:
+            (folder / f"part-{n:03d}.jsonl.gz").write_bytes(gzip.compress(data))
+        else:
+            (folder / f"part-{n:03d}.jsonl").write_bytes(data)
+    return folder
+
+
+def _write(lines: list[bytes], root: Path) -> Path:
+    folder = root / "traces"
+    folder.mkdir(parents=True)
+    (folder / "traces.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    return folder
+
+
+def _rows(db: Path, table: str, run_id: str) -> Any:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r", {"r": run_id}).fetchall()
+    finally:
+        con.close()
+
+
+def _except_all(one: Path, run_one: str, two: Path, run_two: str, table: str) -> tuple[int, int]:
+    """Rows of ``table`` in one run and not the other, both ways (EXCEPT ALL: duplicates count)."""
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{one}' AS a (READ_ONLY)")
+        con.execute(f"ATTACH '{two}' AS b (READ_ONLY)")
+        a = f"SELECT * EXCLUDE (run_id) FROM a.{table} WHERE run_id = '{run_one}'"
+        b = f"SELECT * EXCLUDE (run_id) FROM b.{table} WHERE run_id = '{run_two}'"
+        left = con.execute(f"SELECT count(*) FROM ({a} EXCEPT ALL {b})").fetchall()[0][0]
+        right = con.execute(f"SELECT count(*) FROM ({b} EXCEPT ALL {a})").fetchall()[0][0]
+        return int(left), int(right)
+    finally:
+        con.close()
+
+
+def _problems(db: Path, run_id: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return sorted(
+            con.execute(
+                "SELECT source, place, field, message FROM input_problems WHERE run_id = $r", {"r": run_id}
+            ).fetchall()
+        )
+    finally:
+        con.close()
+
+
+def assert_same_run(single: AnalysisResult, one: Path, part: AnalysisResult, two: Path) -> None:
+    """The partitioned run is the single run, row for row, with the same coverage and problems."""
+    for table in ("claim_results", "case_results"):
+        assert _except_all(one, single.run_id, two, part.run_id, table) == (0, 0), table
+    for table in RUN_TABLES:
+        assert sorted(_rows(one, table, single.run_id), key=repr) == sorted(_rows(two, table, part.run_id), key=repr), (
+            table
+        )
+    assert part.summary == single.summary
+    cov_a, cov_b = single.coverage, part.coverage
+    assert {**cov_b, "unmatched": sorted(map(repr, cov_b["unmatched"]))} == {
+        **cov_a,
+        "unmatched": sorted(map(repr, cov_a["unmatched"])),
+    }
+    assert sorted(part.problems()) == sorted(single.problems())
+    assert _problems(two, part.run_id) == _problems(one, single.run_id)
+    assert (part.skipped, part.skipped_text, part.warnings) == (single.skipped, single.skipped_text, single.warnings)
+    assert part.traces_read == single.traces_read
+    assert part.engine["failed_partitions"] == []
+    # the store holds what ingest would have stored: every span, and each file's traces
+    for table, cols in (("spans", "*"), ("file_traces", "*")):
+        con = duckdb.connect()
+        try:
+            con.execute(f"ATTACH '{one}' AS a (READ_ONLY)")
+            con.execute(f"ATTACH '{two}' AS b (READ_ONLY)")
+            q = "SELECT count(*) FROM (SELECT {c} FROM {d}.{t} EXCEPT ALL SELECT {c} FROM {e}.{t})"
+            assert con.execute(q.format(c=cols, d="a", e="b", t=table)).fetchall()[0][0] == 0, table
+            assert con.execute(q.format(c=cols, d="b", e="a", t=table)).fetchall()[0][0] == 0, table
+        finally:
+            con.close()
+
+
+def _both(
+    traces: Path, tmp: Path, client: Any, gold: Path | None = None, **kw: Any
+) -> tuple[AnalysisResult, Path, AnalysisResult, Path]:
+    one, two = tmp / "single.duckdb", tmp / "partitioned.duckdb"
+    single = analyze(one, gold=gold or gold_path(), traces=[traces])
+    part = analyze_partitioned(two, gold=gold or gold_path(), traces=[traces], client=client, **kw)
+    return single, one, part, two
+
+
+def test_the_demo_partitioned_is_the_single_run_row_for_row(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    single, one, part, two = _both(traces, tmp_path, client, partitions=3)
+    assert sum(single.summary.values()) > 0 and single.problems() != []  # the demo's adapter bug is a note
+    assert_same_run(single, one, part, two)
+    assert part.engine["partitions"] == 3 and part.engine["workers"] == 2
+
+
+def test_gold_cases_without_a_trace_are_counted_once_over_all_partitions(client: Any, tmp_path: Path) -> None:
+    chosen = [s for s in SCENARIOS if not s.name.endswith("~fixed")][:6]
+    _, _ = run_and_analyze(tmp_path / "app", chosen, tweak=Faults(label_offset=1))
+    single, one, part, two = _both(tmp_path / "app" / "traces", tmp_path, client, partitions=5)
+    assert single.coverage["cases_without_trace"]  # most gold cases were not asked
+    assert_same_run(single, one, part, two)
+
+
+def test_a_collector_split_trace_lands_whole_in_one_partition(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    traces = _scatter(demo_lines, tmp_path, files=4, seed=1)
+    single, one, part, two = _both(traces, tmp_path, client, partitions=4, map_tasks=4)
+    assert_same_run(single, one, part, two)
+
+
+def test_synthetic_traces_in_the_collectors_batches_across_files(client: Any, tmp_path: Path) -> None:
+    synth.gold(tmp_path / "gold.yaml")
+    synth.write_traces(tmp_path / "traces", 600, per_file=150, collector=True, distinct=True)
+    single, one, part, two = _both(tmp_path / "traces", tmp_path, client, gold=tmp_path / "gold.yaml", partitions=4)
+    assert sum(single.summary.values()) > 1000
+    assert_same_run(single, one, part, two)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    parts=st.integers(min_value=1, max_value=7),
+    files=st.integers(min_value=1, max_value=5),
+    maps=st.integers(min_value=1, max_value=5),
+    seed=st.integers(min_value=0, max_value=10_000),
+)
+def test_any_partition_count_and_file_split_gives_the_single_run(
+    client: Any, demo_lines: list[bytes], parts: int, files: int, maps: int, seed: int
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="citeline-prop-") as tmp:
+        traces = _scatter(demo_lines, Path(tmp), files=files, seed=seed)
+        single, one, part, two = _both(traces, Path(tmp), client, partitions=parts, map_tasks=maps)
+        assert_same_run(single, one, part, two)
+
+
+def test_the_command_line_runs_on_a_scheduler_and_says_how(
+    client: Any, demo_lines: list[bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    single = analyze(tmp_path / "single.duckdb", gold=gold_path(), traces=[traces])
+    code = main(["analyze", "--engine", "dask", "--scheduler", client.scheduler.address, "--partitions", "2",
+                 "--traces", str(traces), "--gold", str(gold_path()), "--db", str(tmp_path / "p.duckdb"),
+                 "--format", "json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["summary"] == single.summary
+    assert out["engine"]["scheduler"] == client.scheduler.address and out["engine"]["partitions"] == 2
+    assert sorted(out["problems"]) == sorted(single.problems())
+    # reports read the merged run as any other
+    assert main(["report", "--db", str(tmp_path / "p.duckdb"), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["run_id"] == out["run_id"]
+
+
+def test_an_unreachable_scheduler_exits_2_naming_it(
+    demo_lines: list[bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    code = main(["analyze", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9", "--traces", str(traces),
+                 "--gold", str(gold_path()), "--db", str(tmp_path / "p.duckdb")])  # fmt: skip
+    assert code == 2
+    assert "tcp://127.0.0.1:9: cannot reach a Dask scheduler there" in capsys.readouterr().err
+
+
+def test_a_worker_killed_mid_run_is_retried_with_the_same_rows(client: Any, tmp_path: Path) -> None:
+    synth.gold(tmp_path / "gold.yaml")
+    synth.write_traces(tmp_path / "traces", 6000, per_file=1500, distinct=True)
+    killed: list[int] = []
+    done = threading.Event()
+
+    seen = len(client.get_events("citeline-partition"))  # earlier tests' runs
+
+    def kill_the_first_worker_to_classify() -> None:
+        while not done.is_set():
+            for _t, msg in list(client.get_events("citeline-partition"))[seen:]:
+                if msg["pid"] != os.getpid():  # a worker process, never this one
+                    time.sleep(0.3)  # well into its partition
+                    os.kill(int(msg["pid"]), signal.SIGKILL)
+                    killed.append(int(msg["pid"]))
+                    return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_the_first_worker_to_classify, daemon=True)
+    killer.start()
+    try:
+        part = analyze_partitioned(tmp_path / "p.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"],
+                                   client=client, partitions=2)  # fmt: skip
+    finally:
+        done.set()
+        killer.join()
+    assert killed, "no worker was killed"
+    assert part.engine["retries"] >= 1 and part.engine["failed_partitions"] == []
+    single = analyze(tmp_path / "s.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"])
+    assert_same_run(single, tmp_path / "s.duckdb", part, tmp_path / "p.duckdb")
+    client.wait_for_workers(2, timeout=60)  # the nanny started it again
+
+
+class _DiesOnAnyClaim(RulesJudge):
+    """A judge plug-in that takes its process down (a native crash in a model runtime, say)."""
+
+    def judge_many(self, items: Any) -> Any:
+        os._exit(70)
+
+
+def test_a_partition_that_fails_twice_is_named_and_the_run_says_so(demo_lines: list[bytes], tmp_path: Path) -> None:
+    traces = _write(demo_lines, tmp_path)
+    # its own LocalCluster (one worker): a task that takes its worker down twice fails
+    part = analyze_partitioned(tmp_path / "p.duckdb", gold=gold_path(), traces=[traces], judge=_DiesOnAnyClaim(),
+                               workers=1, partitions=1)  # fmt: skip
+    assert part.engine["failed_partitions"] == [1]
+    assert part.engine["retries"] >= 1  # the second attempt, on the worker the nanny started again
+    [named] = [p for p in part.problems() if p.startswith("partitioned run:partition 1 of 1")]
+    assert (
+        "failed twice (KilledWorker: Attempted to run task" in named
+        and f"its {len(demo_lines)} trace(s) are not classified" in named
+    )
+    assert sum(part.summary.values()) == 0 and part.traces_read == 0
+    con = duckdb.connect(str(tmp_path / "p.duckdb"), read_only=True)
+    try:  # the run is stored, and its problems say why it is incomplete
+        stored = con.execute("SELECT message FROM input_problems WHERE run_id = $r", {"r": part.run_id}).fetchall()
+        assert any("failed twice" in m for (m,) in stored)
+        assert con.execute("SELECT count(*) FROM spans").fetchall()[0][0] > 0
+    finally:
+        con.close()
+
+
+def _stderr_of(argv: list[str], tty: bool) -> tuple[int, str]:
+    """Run the citeline command with its standard error on a terminal (a pty) or on a pipe."""
+    import pty
+    import subprocess
+    import sys
+
+    if not tty:
+        cli = [sys.executable, "-m", "citeline.analyzer._cli", *argv]
+        done = subprocess.run(cli, check=False, capture_output=True, timeout=300)
+        return done.returncode, done.stderr.decode()
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "citeline.analyzer._cli", *argv], stdout=subprocess.DEVNULL,
+                            stderr=follower)  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(timeout=300), b"".join(chunks).decode(errors="replace")
+
+
+def test_every_phase_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    argv = ["analyze", "--engine", "dask", "--scheduler", client.scheduler.address, "--partitions", "3",
+            "--traces", str(traces), "--gold", str(gold_path()), "--format", "json"]  # fmt: skip
+    code, shown = _stderr_of([*argv, "--db", str(tmp_path / "tty.duckdb")], tty=True)
+    assert code == 0
+    for line in ("reading 1 trace file(s) in 1 map task(s) on 2 worker(s)...", "reading trace files: 1 / 1",
+                 "classifying 3 partition(s)...", "classifying partitions: 3 / 3", "storing the run..."):  # fmt: skip
+        assert line in shown, shown
+    code, piped = _stderr_of([*argv, "--db", str(tmp_path / "pipe.duckdb")], tty=False)
+    assert code == 0
+    assert "partitions:" not in piped and "..." not in piped
+
+
+@pytest.mark.usefixtures("s3")
+def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: list[bytes], tmp_path: Path) -> None:
+    """The Collector's layout in a loopback S3 bucket (moto), one trace across two objects, some gzipped,
+    a bucket that does not exist beside it: each map task fetches its own objects with the credentials
+    of its worker's environment (a LocalCluster started here, after the environment points at moto)."""
+    _upload(_collector_objects(demo_lines))
+    urls = ["s3://lake/traces/", "s3://no-such-bucket/x/"]
+    single = analyze(tmp_path / "one.duckdb", gold=gold_path(), traces=urls)
+    part = analyze_partitioned(tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3)
+    assert ("s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped"
+            in part.problems())  # fmt: skip
+    assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
+    con = duckdb.connect(str(tmp_path / "two.duckdb"), read_only=True)
+    try:  # the store names each object by its URL, never by a worker's temporary copy
+        sources = {s for (s,) in con.execute("SELECT DISTINCT source_file FROM spans").fetchall()}
+    finally:
+        con.close()
+    assert sources and all(s.startswith("s3://lake/traces/") for s in sources)
+
+
+def test_human_labels_override_the_judge_in_every_partition(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    traces = _write(demo_lines, tmp_path)
+    first = analyze(tmp_path / "probe.duckdb", gold=gold_path(), traces=[traces])
+    picked = first.claims.filter(first.claims["gold_claim_id"].is_not_null()).head(3).to_dicts()
+    labels = tmp_path / "labels.jsonl"
+    rows = [{"trace_id": c["trace_id"], "claim": c["gold_claim_id"], "label": "contradicted"} for c in picked]
+    rows.append({"trace_id": picked[0]["trace_id"], "claim": "x", "label": "maybe"})  # a bad row: one gold error
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    one, two = tmp_path / "single.duckdb", tmp_path / "partitioned.duckdb"
+    single = analyze(one, gold=gold_path(), traces=[traces], labels=labels)
+    part = analyze_partitioned(two, gold=gold_path(), traces=[traces], labels=labels, client=client, partitions=3)
+    assert _rows(one, "human_labelled", single.run_id) != []  # (a claim the answer left out has no text to record)
+    assert single.summary != first.summary  # the labels moved claims
+    assert [e for e in part.problems() if "maybe" in e] != []  # the bad row, named once
+    assert_same_run(single, one, part, two)
