@@ -462,55 +462,23 @@ def analyze(
         con.execute(sql("run_feedback"), {"run_id": run_id})  # users' reports: kept, their claims flagged
         con.execute(sql("flag_feedback"), {"run_id": run_id})
         con.execute(_NO_REQUEST, {**scope, "run_id": run_id})
-        con.execute(
-            "INSERT INTO missing_cases SELECT $r, case_id FROM t_gold_cases "
-            "WHERE case_id NOT IN (SELECT case_id FROM case_results WHERE run_id = $r AND case_id IS NOT NULL)",
-            {"r": run_id},
-        )
+        store_missing_cases(con, run_id)
         traces_read = int(con.execute(_ALL_TRACES_IN_SCOPE, scope).fetchall()[0][0])
         unmatched = int(
             con.execute("SELECT count(*) FROM unmatched_traces WHERE run_id = $r", {"r": run_id}).fetchall()[0][0]
         )
         errors = gold_set.errors + label_errors
-        if joined_by_content or unjoined:
-            report.problems.append(
-                Problem(
-                    "chunk identity",
-                    "-",
-                    "citeline.chunks.derived_ids",
-                    f"{joined_by_content} chunk id(s) the app did not give joined the gold corpus by content hash; "
-                    f"{len(unjoined)} joined nothing (their text is not in the gold corpus, or met two texts): "
-                    f"{', '.join(sorted(unjoined)[:5])}",
-                    skipped=False,
-                )
-            )
-        report.problems.extend(openinference.problems(oi_stats))
+        report.problems.extend(identity_problems(joined_by_content, unjoined, oi_stats))
         _store_problems(con, run_id, report.problems, errors + gold_set.warnings)  # drafts: noted, not skipped
-        counts = dict.fromkeys(BUCKETS, 0)
-        for bucket, n in con.execute(
-            "SELECT bucket, count(*) FROM claim_results WHERE run_id = $r GROUP BY bucket", {"r": run_id}
-        ).fetchall():
-            counts[bucket] = int(n)
-        n_cases = int(
-            con.execute(
-                "SELECT count(*) FROM case_results WHERE run_id = $r AND basis = 'gold'", {"r": run_id}
-            ).fetchall()[0][0]
-        )
-        con.execute(
-            "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
-            "traces_read, gold_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                run_id,
-                started,
-                dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                gold_source,
-                judges.ident(support_judge),
-                n_cases,
-                sum(counts.values()),
-                report.skipped + len(errors),
-                traces_read,
-                "+".join(gold_hash(p) for p in (gold, corpus) if p is not None),
-            ],
+        counts = store_run_row(
+            con,
+            run_id,
+            started,
+            gold_source=gold_source,
+            judge=judges.ident(support_judge),
+            skipped=report.skipped + len(errors),
+            traces_read=traces_read,
+            gold_hash="+".join(gold_hash(p) for p in (gold, corpus) if p is not None),
         )
         result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
         result.warnings = [str(w) for w in gold_set.warnings]
@@ -723,6 +691,62 @@ def _slices(con: duckdb.DuckDBPyConnection, parts: int, scope: dict[str, Any]) -
 def _sql_text(name: str) -> str:
     """A query file's text, ready to follow CREATE ... AS / INSERT INTO."""
     return sql(name).strip().rstrip(";")
+
+
+def store_missing_cases(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """The gold cases no trace of the run answered (corpus-basis rows have no case: they answer none)."""
+    con.execute(
+        "INSERT INTO missing_cases SELECT $r, case_id FROM t_gold_cases "
+        "WHERE case_id NOT IN (SELECT case_id FROM case_results WHERE run_id = $r AND case_id IS NOT NULL)",
+        {"r": run_id},
+    )
+
+
+def identity_problems(joined_by_content: int, unjoined: set[str], oi: openinference.Stats) -> list[Problem]:
+    """What the run says of chunk identity: ids joined by content or not at all, OpenInference documents."""
+    said = []
+    if joined_by_content or unjoined:
+        said.append(
+            Problem(
+                "chunk identity",
+                "-",
+                "citeline.chunks.derived_ids",
+                f"{joined_by_content} chunk id(s) the app did not give joined the gold corpus by content hash; "
+                f"{len(unjoined)} joined nothing (their text is not in the gold corpus, or met two texts): "
+                f"{', '.join(sorted(unjoined)[:5])}",
+                skipped=False,
+            )
+        )
+    return [*said, *openinference.problems(oi)]
+
+
+def store_run_row(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    started: dt.datetime,
+    *,
+    gold_source: str,
+    judge: str,
+    skipped: int,
+    traces_read: int,
+    gold_hash: str,
+) -> dict[str, int]:
+    """The run's row in ``runs`` (``traces``: the traces that joined a gold case); returns claims per bucket."""
+    counts = dict.fromkeys(BUCKETS, 0)
+    for bucket, n in con.execute(
+        "SELECT bucket, count(*) FROM claim_results WHERE run_id = $r GROUP BY bucket", {"r": run_id}
+    ).fetchall():
+        counts[bucket] = int(n)
+    (n_cases,) = con.execute(
+        "SELECT count(*) FROM case_results WHERE run_id = $r AND basis = 'gold'", {"r": run_id}
+    ).fetchall()[0]
+    con.execute(
+        "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
+        "traces_read, gold_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [run_id, started, dt.datetime.now(dt.UTC).replace(tzinfo=None), gold_source, judge, int(n_cases),
+         sum(counts.values()), skipped, traces_read, gold_hash],
+    )  # fmt: skip
+    return counts
 
 
 def _store_problems(

@@ -47,12 +47,15 @@ from ._analyze import (
     _store_problems,
     _usage,
     gold_hash,
+    identity_problems,
+    store_missing_cases,
+    store_run_row,
 )
 from ._ingest import PATTERNS, IngestReport, Problem, trace_files
 from ._judging import load_human_labels
 from ._policy import attach_policy, exempt_kinds
 from ._result import AnalysisResult
-from ._store import BUCKETS, DEFAULT_DB, connect, register_frame
+from ._store import DEFAULT_DB, connect, register_frame
 from .judges import Judge
 
 #: bytes of trace files one map task reads at most (a file is never cut)
@@ -383,11 +386,7 @@ def _finish(
     register_frame(con, "t_human", human)
     con.execute(_HUMAN_LABELLED, {"run_id": run_id})
     # a gold case is missing when no partition's trace answered it: counted once over them all
-    con.execute(
-        "INSERT INTO missing_cases SELECT $r, case_id FROM t_gold_cases "
-        "WHERE case_id NOT IN (SELECT case_id FROM case_results WHERE run_id = $r)",
-        {"r": run_id},
-    )
+    store_missing_cases(con, run_id)
     # text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE t_skipped AS SELECT kind, sum(units)::BIGINT AS units FROM run_skipped_text "
@@ -408,19 +407,7 @@ def _finish(
         oi.unjoined |= o.unjoined
         for how, n in o.joined.items():
             oi.joined[how] = oi.joined.get(how, 0) + n
-    if joined_by_content or unjoined:
-        report.problems.append(
-            Problem(
-                "chunk identity",
-                "-",
-                "citeline.chunks.derived_ids",
-                f"{joined_by_content} chunk id(s) the app did not give joined the gold corpus by content hash; "
-                f"{len(unjoined)} joined nothing (their text is not in the gold corpus, or met two texts): "
-                f"{', '.join(sorted(unjoined)[:5])}",
-                skipped=False,
-            )
-        )
-    report.problems.extend(openinference.problems(oi))
+    report.problems.extend(identity_problems(joined_by_content, unjoined, oi))
     for part, why in sorted(failed):
         (n,) = con.execute(
             "SELECT count(DISTINCT trace_id) FROM spans WHERE hash(trace_id) % $p = $b AND trace_id IN "
@@ -438,21 +425,12 @@ def _finish(
     report.skipped = sum(p.skipped for p in report.problems)
     errors = gold_set.errors + label_errors
     _store_problems(con, run_id, report.problems, errors + gold_set.warnings)
-    counts = dict.fromkeys(BUCKETS, 0)
-    for bucket, n in con.execute(
-        "SELECT bucket, count(*) FROM claim_results WHERE run_id = $r GROUP BY bucket", {"r": run_id}
-    ).fetchall():
-        counts[bucket] = int(n)
-    (n_cases,) = con.execute("SELECT count(*) FROM case_results WHERE run_id = $r", {"r": run_id}).fetchall()[0]
     (unmatched,) = con.execute("SELECT count(*) FROM unmatched_traces WHERE run_id = $r", {"r": run_id}).fetchall()[0]
     traces_read = sum(int(out["traces_read"]) for out in outs)
     ident = judges.ident(judge)
-    con.execute(
-        "INSERT INTO runs (run_id, started_at, finished_at, gold_source, judge, traces, claims, skipped, "
-        "traces_read, gold_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run_id, started, dt.datetime.now(dt.UTC).replace(tzinfo=None), str(gold), ident, int(n_cases),
-         sum(counts.values()), report.skipped + len(errors), traces_read, gold_hash(gold)],
-    )  # fmt: skip
+    counts = store_run_row(con, run_id, started, gold_source=str(gold), judge=ident,
+                           skipped=report.skipped + len(errors), traces_read=traces_read,
+                           gold_hash=gold_hash(gold))  # fmt: skip
     result = AnalysisResult(
         run_id, counts, report, errors, int(unmatched), traces_read=traces_read, db=str(db), con=con
     )

@@ -205,6 +205,28 @@ def test_gold_cases_without_a_trace_are_counted_once_over_all_partitions(client:
     assert_same_run(single, one, part, two)
 
 
+def test_traces_no_case_joins_are_judged_on_the_corpus_as_in_one_run(client: Any, tmp_path: Path) -> None:
+    """Gold cases dropped from the gold set: their traces join none (corpus basis, rows with no case id),
+    and the cases left unasked are still missing once, the runs row counting only gold-joined traces."""
+    import yaml
+
+    chosen = [s for s in SCENARIOS if not s.name.endswith("~fixed")][:6]
+    _, _ = run_and_analyze(tmp_path / "app", chosen)
+    data = yaml.safe_load(gold_path().read_text(encoding="utf-8"))
+    asked = {s.case_id for s in chosen}
+    data["cases"] = [c for c in data["cases"] if c["case_id"] not in sorted(asked)[:3]]
+    gold = tmp_path / "fewer.yaml"
+    gold.write_text(yaml.safe_dump(data), encoding="utf-8")
+    single, one, part, two = _both(tmp_path / "app" / "traces", tmp_path, client, gold=gold, partitions=4)
+    assert single.coverage["corpus"] > 0 and single.coverage["cases_without_trace"]
+    assert_same_run(single, one, part, two)
+    con = duckdb.connect(str(two), read_only=True)
+    try:
+        assert con.execute("SELECT traces FROM runs").fetchall() == [(len(chosen) - single.coverage["corpus"],)]
+    finally:
+        con.close()
+
+
 def test_a_collector_split_trace_lands_whole_in_one_partition(
     client: Any, demo_lines: list[bytes], tmp_path: Path
 ) -> None:
