@@ -27,7 +27,6 @@ from typing import Any
 
 import orjson
 
-from . import _source_openinference as openinference
 from ._gold import GoldCase, GoldSet, load_gold, normalise_question
 
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -58,7 +57,8 @@ def _claims(answer: str, support_of: Any) -> list[dict[str, Any]]:
     """The factual sentences of an answer as gold claims, split and read as the analyzer reads answers
     (a sentence that says the answer is not known is no claim); ``support_of(labels)`` gives each
     claim's chunk ids from the markers it carries."""
-    from ._analyze import DEFAULT_ABSTAIN_PHRASES, split_answers
+    from ._analyze import DEFAULT_ABSTAIN_PHRASES
+    from ._splitting import split_answers
 
     split = split_answers([answer], DEFAULT_ABSTAIN_PHRASES)
     out: list[dict[str, Any]] = []
@@ -233,11 +233,19 @@ def _strings(value: Mapping[str, Any] | None) -> list[str]:
     return [v.get("stringValue") or "" for v in (value.get("arrayValue") or {}).get("values") or []]
 
 
+def _newer(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Trace row ``a`` is newer than ``b`` (started later; equal times: the smaller trace id, as SQL orders)."""
+    ta, tb = a[-1], b[-1]
+    if ta != tb:
+        return tb is None or (ta is not None and ta > tb)
+    return bool(a[-2] < b[-2])
+
+
 def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None = None) -> Drafted:
     """A draft gold set from real traces: one case per distinct question (see the module docstring)."""
     import tempfile
 
-    from ._analyze import _SCOPE, _gold_tables, _question_table, _slices, join_traces
+    from . import _joining as joining
     from ._ingest import ingest, trace_files
     from ._store import connect
 
@@ -267,17 +275,20 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
                     seen.add(norm)
                     slug = _slug(q, taken)
                     gold.cases[slug] = GoldCase(slug, q, expect="abstain")
-            _gold_tables(con, gold)
-            con.execute(_SCOPE, {"files": None})
-            _question_table(con, {"files": None})
-            _slices(con, 1, {"files": None})
-            join_traces(con, {"part": 0, "parts": 1, "lo": 0, "hi": 0, "files": None}, openinference.Stats())
-            newest = con.execute(
-                "SELECT case_id, answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, "
-                "map_label, map_chunk_id, retrieved, trace_id "
-                "FROM t_traces QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY started_at DESC, trace_id) = 1 "
-                "ORDER BY case_id"
-            ).fetchall()
+            scope = joining.begin(con, gold, None)  # the run's own join step, over the whole (temporary) store
+            latest: dict[str, tuple[Any, ...]] = {}
+            for part in range(len(scope.slices)):  # each case's newest trace, over every slice
+                joining.join(con, scope.params(part), joining.Tallies())
+                for row in con.execute(
+                    "SELECT case_id, answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, "
+                    "map_label, map_chunk_id, retrieved, trace_id, started_at "
+                    "FROM t_traces QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY started_at DESC, trace_id) "
+                    "= 1"
+                ).fetchall():
+                    held = latest.get(row[0])
+                    if held is None or _newer(row, held):
+                        latest[row[0]] = row
+            newest = [latest[c][:-1] for c in sorted(latest)]
             oi_texts = dict(
                 con.execute(
                     "SELECT id, any_value(t) FROM (SELECT unnest(chunk_id) AS id, unnest(oi_doc_text) AS t "

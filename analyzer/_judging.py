@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import polars as pl
 
+from . import _steps as steps
 from ._gold import GoldError, GoldSet
-from ._store import columns_table, register_frame
 from .judges import LABELS, Judge, JudgeItem, Source, judge_all
 from .judges._api import as_item, reads_context
 
@@ -85,7 +84,9 @@ class CachedJudge:
             keys = [self.key(*it) for it in items]
         cached: dict[str, tuple[str, str]] = {}
         if keys:
-            self.con.register("_keys", pl.DataFrame({"key": keys}).to_arrow())
+            import pyarrow as pa  # type: ignore[import-untyped]
+
+            self.con.register("_keys", pa.table({"key": pa.array(keys, pa.string())}))
             for k, label, rationale in self.con.execute(
                 "SELECT j.key, j.label, j.rationale FROM judgments j JOIN _keys USING (key)"
             ).fetchall():
@@ -108,15 +109,13 @@ class CachedJudge:
 
     def flush(self) -> None:
         if self.pending:  # one set-based insert: executemany costs ~2 ms a row
-            names = ("key", "judge", "version", "label", "rationale")
-            frame = columns_table(
-                {k: list(col) for k, col in zip(names, zip(*self.pending, strict=True), strict=True)},
-                dict.fromkeys(names, pl.Utf8),
-            )
-            self.con.register("_new_judgments", frame)
-            self.con.execute("INSERT OR IGNORE INTO judgments SELECT DISTINCT * FROM _new_judgments")
-            self.con.unregister("_new_judgments")
+            steps.fill(self.con, "t_new_judgments", rows=self.pending)
+            self.con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT DISTINCT * FROM t_new_judgments")
             self.pending = []
+
+    def counts(self) -> dict[str, int]:
+        """Judgments asked of the judge, found in the cache, and failed (the run's summary)."""
+        return {"asked": self.asked, "cached": self.hits, "failed": self.failures}
 
 
 def _json_list(items: tuple[str, ...]) -> str:
@@ -256,22 +255,7 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
             pick = answers[q_at]
         for k, v in zip(cols, (case_id, claim_id, text, list(cited), list(quotes), pick[0], pick[1]), strict=True):
             cols[k].append(v)  # columns, not row dicts: polars builds a frame of dicts ~10x slower
-    register_frame(
-        con,
-        "t_judged_gold",
-        columns_table(
-            cols,
-            {
-                "case_id": pl.Utf8,
-                "claim_id": pl.Utf8,
-                "text": pl.Utf8,
-                "cited": pl.List(pl.Utf8),
-                "quotes": pl.List(pl.Utf8),
-                "label": pl.Utf8,
-                "rationale": pl.Utf8,
-            },
-        ),
-    )
+    steps.fill(con, "t_judged_gold", cols)
     unmatched = con.execute(
         "SELECT DISTINCT g.text, list_sort(g.cited), g.quotes FROM t_gen_claims g "
         "WHERE g.factual AND len(g.cited) > 0 AND NOT EXISTS "
@@ -292,25 +276,10 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
             for t, cited, q in unmatched
         ]
     )
-    register_frame(
+    steps.fill(
         con,
         "t_judged_cited",
-        columns_table(
-            {
-                "text": [t for t, _c, _q in unmatched],
-                "cited": [list(c) for _t, c, _q in unmatched],
-                "quotes": [list(q) for _t, _c, q in unmatched],
-                "label": [r[0] for r in results],
-                "rationale": [r[1] for r in results],
-            },
-            {
-                "text": pl.Utf8,
-                "cited": pl.List(pl.Utf8),
-                "quotes": pl.List(pl.Utf8),
-                "label": pl.Utf8,
-                "rationale": pl.Utf8,
-            },
-        ),
+        rows=[(t, list(c), list(q), r[0], r[1]) for (t, c, q), r in zip(unmatched, results, strict=True)],
     )
     _judge_context(con, judge, texts, sources)
     judge.flush()
@@ -342,35 +311,27 @@ def _judge_context(
             supporting[i].append(c)
     for i in supported:
         supporting[i] = supporting[i] or list(sets[i][1])  # only the set together supports it
-    register_frame(
+    steps.fill(
         con,
         "t_judged_context",
-        columns_table(
-            {
-                "text": [t for t, _ids in sets],
-                "others": [list(ids) for _t, ids in sets],
-                "label": [r[0] for r in results],
-                "rationale": [r[1] for r in results],
-                "supporting": supporting,
-            },
-            {
-                "text": pl.Utf8,
-                "others": pl.List(pl.Utf8),
-                "label": pl.Utf8,
-                "rationale": pl.Utf8,
-                "supporting": pl.List(pl.Utf8),
-            },
-        ),
+        rows=[(t, list(ids), r[0], r[1], sup) for (t, ids), r, sup in zip(sets, results, supporting, strict=True)],
     )
 
 
-def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldError]]:
+def human_table(con: duckdb.DuckDBPyConnection, path: str | Path | None) -> list[GoldError]:
+    """Writes t_human (queries/text_tables.sql) from the labels file at ``path`` (none: empty); returns
+    the file's problems."""
+    rows, errors = load_human_labels(path)
+    steps.fill(con, "t_human", records=rows)
+    return errors
+
+
+def load_human_labels(path: str | Path | None) -> tuple[list[dict[str, str | None]], list[GoldError]]:
     """Human labels (CSV or JSONL with trace_id, claim (gold claim id or claim text), label; a
     ``citeline sample`` sheet also names the run it was drawn from, ``run_id``). A row whose label is
     left blank is not labelled yet: not a label, not a problem."""
-    schema = {"trace_id": pl.Utf8, "claim_key": pl.Utf8, "label": pl.Utf8, "sampled_run": pl.Utf8}
     if path is None:
-        return pl.DataFrame(schema=schema), []
+        return [], []
     path = Path(path)
     errors: list[GoldError] = []
     rows: list[dict[str, str | None]] = []
@@ -407,4 +368,4 @@ def load_human_labels(path: str | Path | None) -> tuple[pl.DataFrame, list[GoldE
                 "sampled_run": str(r.get("run_id") or "") or None,
             }
         )
-    return pl.DataFrame(rows, schema=schema), errors
+    return rows, errors

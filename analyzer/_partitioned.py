@@ -32,30 +32,18 @@ from typing import Any
 
 import duckdb
 
+from . import _joining as joining
 from . import _lake, judges
 from . import _partition_tasks as work
-from . import _source_openinference as openinference
 from . import _splitting as splitting
+from . import _storing as storing
 from . import _structured as structured
-from ._analyze import (
-    _HUMAN_LABELLED,
-    DEFAULT_ABSTAIN_PHRASES,
-    InputError,
-    _check_traces,
-    _gold_tables,
-    _load_evidence,
-    _store_problems,
-    _usage,
-    gold_hash,
-    identity_problems,
-    store_missing_cases,
-    store_run_row,
-)
+from ._analyze import DEFAULT_ABSTAIN_PHRASES, InputError, _check_traces, _load_evidence, gold_hash, usage
 from ._ingest import PATTERNS, IngestReport, Problem, trace_files
-from ._judging import load_human_labels
+from ._judging import human_table
 from ._policy import attach_policy, exempt_kinds
 from ._result import AnalysisResult
-from ._store import DEFAULT_DB, connect, register_frame
+from ._store import DEFAULT_DB, connect
 from .judges import Judge
 
 #: bytes of trace files one map task reads at most (a file is never cut)
@@ -381,12 +369,8 @@ def _finish(
     workers: int,
 ) -> AnalysisResult:
     """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
-    human, label_errors = load_human_labels(labels)
-    _gold_tables(con, gold_set)
-    register_frame(con, "t_human", human)
-    con.execute(_HUMAN_LABELLED, {"run_id": run_id})
-    # a gold case is missing when no partition's trace answered it: counted once over them all
-    store_missing_cases(con, run_id)
+    label_errors = human_table(con, labels)
+    joining.gold_tables(con, gold_set)
     # text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE t_skipped AS SELECT kind, sum(units)::BIGINT AS units FROM run_skipped_text "
@@ -395,19 +379,18 @@ def _finish(
     )
     con.execute("DELETE FROM run_skipped_text WHERE run_id = $r", {"r": run_id})
     con.execute("INSERT INTO run_skipped_text BY NAME SELECT $r AS run_id, * FROM t_skipped", {"r": run_id})
-    joined_by_content, unjoined = 0, set[str]()
-    oi = openinference.Stats()
+    tallies = joining.Tallies()
     for out in outs:
         t = out["tallies"]
-        joined_by_content += t["joined_by_content"]
-        unjoined |= t["unjoined"]
-        o: openinference.Stats = t["openinference"]
-        oi.traces += o.traces
-        oi.no_prompt += o.no_prompt
-        oi.unjoined |= o.unjoined
+        tallies.joined_by_content += t["joined_by_content"]
+        tallies.unjoined |= t["unjoined"]
+        o = t["openinference"]
+        tallies.oi.traces += o.traces
+        tallies.oi.no_prompt += o.no_prompt
+        tallies.oi.unjoined |= o.unjoined
         for how, n in o.joined.items():
-            oi.joined[how] = oi.joined.get(how, 0) + n
-    report.problems.extend(identity_problems(joined_by_content, unjoined, oi))
+            tallies.oi.joined[how] = tallies.oi.joined.get(how, 0) + n
+    report.problems.extend(tallies.problems())
     for part, why in sorted(failed):
         (n,) = con.execute(
             "SELECT count(DISTINCT trace_id) FROM spans WHERE hash(trace_id) % $p = $b AND trace_id IN "
@@ -424,16 +407,14 @@ def _finish(
         )
     report.skipped = sum(p.skipped for p in report.problems)
     errors = gold_set.errors + label_errors
-    _store_problems(con, run_id, report.problems, errors + gold_set.warnings)
-    (unmatched,) = con.execute("SELECT count(*) FROM unmatched_traces WHERE run_id = $r", {"r": run_id}).fetchall()[0]
     traces_read = sum(int(out["traces_read"]) for out in outs)
     ident = judges.ident(judge)
-    counts = store_run_row(con, run_id, started, gold_source=str(gold), judge=ident,
-                           skipped=report.skipped + len(errors), traces_read=traces_read,
-                           gold_hash=gold_hash(gold))  # fmt: skip
-    result = AnalysisResult(
-        run_id, counts, report, errors, int(unmatched), traces_read=traces_read, db=str(db), con=con
-    )
+    # a gold case is missing when no partition's trace answered it: counted once over them all
+    counts = storing.store_run(con, run_id, started, problems=report.problems, errors=errors + gold_set.warnings,
+                               gold_source=str(gold), judge=ident, skipped=report.skipped + len(errors),
+                               traces_read=traces_read, gold_hash=gold_hash(gold))  # fmt: skip
+    unmatched = storing.unmatched_count(con, run_id)
+    result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
     result.warnings = [str(w) for w in gold_set.warnings]
     result.skipped_text = splitting.skipped_counts(con, run_id)
     judged = [out["judge"] for out in outs]
@@ -442,7 +423,7 @@ def _finish(
         "asked": sum(j["asked"] for j in judged),  # per partition: a pair two partitions met is asked twice
         "cached": sum(j["cached"] for j in judged),
         "failed": sum(j["failed"] for j in judged),
-        **_usage(judge),
+        **usage(judge),
     }
     retries = sum(n - 1 for kind in attempts.values() for n in kind.values() if n > 1)
     result.engine = {

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import polars as pl
 
 from citeline.instrumentation._chunks import Columns
 from citeline.instrumentation._chunks import normalised as _norm
 from citeline.instrumentation._labels import BLOCK_HEADER
 from citeline.instrumentation._prompt import chunks_in_prompt
 
+from . import _steps as steps
 from ._source_openinference import MIN_PIECE, Doc, Stats, json_strings
-from ._store import register_frame, sql
+from ._store import sql
 
 #: what an OpenInference instrumentor writes in place of a hidden value (TraceConfig(hide_inputs=True))
 REDACTED = "__REDACTED__"
@@ -48,15 +48,6 @@ NO_CONTEXT_SEEN = (
 )
 # a labelled block header at a line start ("Source 2:", "[2]", "Document #2:"): the label grammar's
 _HEADER = BLOCK_HEADER
-_COLUMNS: dict[str, Any] = {
-    "trace_id": pl.Utf8,
-    "span_id": pl.Utf8,
-    "answer": pl.Utf8,
-    "is_generation": pl.Boolean,
-    "context": pl.List(pl.Utf8),
-    "labels": pl.List(pl.Utf8),
-    "error": pl.Utf8,
-}
 
 
 def _prompt_text(prompt: str) -> str:
@@ -190,9 +181,11 @@ def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]
 
 
 def read(con: duckdb.DuckDBPyConnection, stats: Stats) -> None:
-    """t_prompt_context for the traces of t_traces whose context no span traced."""
+    """Reads the generations and documents of t_traces' traces whose context no span traced
+    (prompt_generations.sql, prompt_documents.sql, span_parents.sql); writes t_prompt_context, the
+    context read off each one's prompt, and applies it to t_traces (apply_prompt_context.sql)."""
     calls = _grouped(con.execute(sql("prompt_generations")).fetchall())
-    out: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
+    out: list[dict[str, Any]] = []
     if calls:
         docs = _grouped(con.execute(sql("prompt_documents")).fetchall())
         several = [t for t, rows in calls.items() if len(rows) > 1]
@@ -209,10 +202,9 @@ def read(con: duckdb.DuckDBPyConnection, stats: Stats) -> None:
             )
             if row["error"] == NO_PROMPT:
                 stats.no_prompt += 1
-            for k in _COLUMNS:
-                out[k].append(row[k])
-    register_frame(con, "t_prompt_context", pl.DataFrame(out, schema=_COLUMNS))
-    con.execute(sql("apply_prompt_context"))
+            out.append(row)
+    steps.fill(con, "t_prompt_context", records=out)
+    steps.run(con, "apply_prompt_context")
 
 
 __all__ = ["NO_CONTEXT_SEEN", "NO_PROMPT", "REDACTED", "context_from_prompt", "read"]

@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-import polars as pl
 
 from citeline.instrumentation import content_hash
 from citeline.instrumentation._chunks import normalised as _norm
 
+from . import _steps as steps
 from ._ingest import Problem
-from ._store import register_frame, sql
+from ._store import sql
 
 #: metadata keys read as the chunk's id, most specific first
 META_ID_KEYS = ("chunk_id", "citeline_chunk_id", "id", "doc_id", "document_id", "ref_doc_id")
@@ -51,7 +51,6 @@ class Stats:
     joined: dict[str, int] = field(default_factory=dict)  # how documents joined: by id, uri, hash, ...
     unjoined: set[str] = field(default_factory=set)
     no_prompt: int = 0
-    span_chunks: list[tuple[str, list[str]]] = field(default_factory=list)  # retrieval span -> ids as joined
 
     def add(self, how: str) -> None:
         self.joined[how] = self.joined.get(how, 0) + 1
@@ -183,31 +182,20 @@ def problems(stats: Stats) -> list[Problem]:
     return out
 
 
-_DOC_COLUMNS: dict[str, Any] = {
-    "trace_id": pl.Utf8,
-    "span_id": pl.Utf8,
-    "chunk_ids": pl.List(pl.Utf8),
-    "texts": pl.List(pl.Utf8),
-}
-
-
 def join_documents(con: duckdb.DuckDBPyConnection, stats: Stats, params: Mapping[str, Any]) -> None:
-    """t_oi_docs: each OpenInference retrieval/context span of the slice with its documents' gold ids."""
+    """Reads the slice's OpenInference retrieval and context spans (oi_documents.sql); writes t_oi_docs,
+    each span with the gold id (and text) of every document it holds."""
     rows = con.execute(sql("oi_documents"), dict(params)).fetchall()
-    out: dict[str, list[Any]] = {k: [] for k in _DOC_COLUMNS}
+    out: list[tuple[str, str, list[str], list[str]]] = []
     if rows:
         gold = GoldIndex(con.execute("SELECT chunk_id, text, uri, content_hash FROM t_gold_chunks").fetchall())
         traces = set()
         for trace_id, span_id, ids, texts, metas in rows:
             found = _docs(ids, texts, metas, gold, stats)
             traces.add(trace_id)
-            out["trace_id"].append(trace_id)
-            out["span_id"].append(span_id)
-            out["chunk_ids"].append([d.chunk_id for d in found])
-            out["texts"].append([d.text for d in found])
-            stats.span_chunks.append((span_id, [d.chunk_id for d in found]))
+            out.append((trace_id, span_id, [d.chunk_id for d in found], [d.text for d in found]))
         stats.traces += len(traces)
-    register_frame(con, "t_oi_docs", pl.DataFrame(out, schema=_DOC_COLUMNS))
+    steps.fill(con, "t_oi_docs", rows=out)
 
 
 def question_leaves(question: str) -> list[str]:

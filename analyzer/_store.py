@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import polars as pl
 
 from . import _buckets
 
@@ -113,20 +112,6 @@ def _sync_bucket_order(con: duckdb.DuckDBPyConnection) -> None:
     if [tuple(r) for r in reasons] != _buckets.reason_rows():
         con.execute("DELETE FROM bucket_reasons")
         con.executemany("INSERT INTO bucket_reasons VALUES (?, ?, ?, ?)", _buckets.reason_rows())
-
-
-def columns_table(columns: dict[str, list[Any]], schema: dict[str, Any]) -> Any:
-    """An Arrow table from plain column lists typed by a polars ``schema`` (Utf8, Int64, Float64,
-    Boolean, List(Utf8)). Polars builds a frame with list columns one Series per row (about 15 us
-    each: seconds on a large run); Arrow builds it in one pass."""
-    import pyarrow as pa  # type: ignore[import-untyped]
-
-    def arrow_type(t: Any) -> Any:
-        if isinstance(t, pl.List):
-            return pa.list_(arrow_type(t.inner))
-        return {pl.Utf8: pa.string(), pl.Int64: pa.int64(), pl.Float64: pa.float64(), pl.Boolean: pa.bool_()}[t]
-
-    return pa.table({k: pa.array(columns[k], type=arrow_type(t)) for k, t in schema.items()})
 
 
 def register_frame(con: duckdb.DuckDBPyConnection, name: str, df: Any) -> None:

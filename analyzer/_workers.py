@@ -4,7 +4,7 @@ A spawned worker costs about a second before it does anything (a fresh interpret
 DuckDB, Polars and the analyzer). Two pools per run paid that twice, after the SQL that came
 before them had finished. ``analyze`` now calls :func:`start` as soon as it knows the run is
 large, so the workers import while DuckDB joins traces to cases, and :func:`stop` when the run
-ends; the splitter and the rules judge both take it from :func:`pool`.
+ends; the splitter is handed it by the run, and the rules judge takes it from :func:`pool`.
 
 Spawn, not fork: forking a host process copies its threads' locks mid-flight.
 
@@ -15,10 +15,11 @@ a cluster's workers never start pools of their own.
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -61,12 +62,13 @@ def in_process() -> Iterator[None]:
         _RUN.inline = was
 
 
-def start() -> Executor | None:
-    """Start the run's pool (one worker per core) and have every worker import the analyzer now."""
+def start(preload: Sequence[str] = ()) -> Executor | None:
+    """Start the run's pool (one worker per core), every worker importing the ``preload`` modules now
+    (the run names the modules its text work needs: the pool knows nothing of the analyzer)."""
     if _RUN.pool is None and cores() > 1:
         pool = _RUN.pool = ProcessPoolExecutor(cores(), mp_context=multiprocessing.get_context("spawn"))
         for _ in range(cores()):
-            pool.submit(_warm)
+            pool.submit(_warm, tuple(preload))
     return _RUN.pool
 
 
@@ -97,5 +99,6 @@ def stop() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _warm() -> None:
-    from . import _analyze  # noqa: F401 - the import is the point: the text work's modules, loaded ahead
+def _warm(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        importlib.import_module(name)

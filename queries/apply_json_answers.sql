@@ -9,7 +9,7 @@
 -- Grain: one row per trace of t_traces (rewritten in place).
 -- Parameters: none. Reads: t_traces, t_json_answers (answer, prose, claims, ev_claim, refs,
 --   norm_refs, quotes, abstained, error).
-CREATE OR REPLACE TEMP TABLE t_traces AS
+-- Writes: t_traces (rewrite)
 WITH j AS (
     SELECT *, prose IS NULL AND error IS NULL AS is_claims FROM t_json_answers
 )

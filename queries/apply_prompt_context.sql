@@ -10,7 +10,7 @@
 -- Grain: one row per trace of t_traces (rewritten in place).
 -- Parameters: none. Reads: t_traces, t_prompt_context (trace_id, span_id, answer, is_generation,
 --   context, labels, error).
-CREATE OR REPLACE TEMP TABLE t_traces AS
+-- Writes: t_traces (rewrite)
 SELECT t.* REPLACE (
     CASE WHEN p.is_generation THEN p.span_id ELSE t.generation_span END AS generation_span,
     CASE WHEN p.is_generation THEN p.answer ELSE t.answer END AS answer,

@@ -1,6 +1,7 @@
 -- case_verdicts.sql: one verdict per trace of a run: its most urgent claim bucket.
 -- Grain: one row per (run, trace), with the basis its claims were judged on ('gold' | 'corpus').
 -- Parameters: $run_id (VARCHAR).
+-- Writes: case_results (append)
 SELECT c.run_id, c.trace_id, c.case_id,
        arg_min(c.bucket, o.position) AS verdict,
        any_value(c.expect) AS expect,

@@ -28,6 +28,7 @@
 --   t_recorded_acl (trace_id, chunk_id, acl: recorded_acl.sql),
 --   t_invented (trace_id, claim_idx, invented, untrusted_links, link_sources: invented_locators.sql), t_shown (trace_id, render_span, chunk_id,
 --   what: render_shown.sql).
+-- Writes: claim_results (append)
 WITH
 -- 1. every chunk each stage exposed, in chain order
 res_rows AS (

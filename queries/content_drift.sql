@@ -7,7 +7,8 @@
 --   is content_drift_traces.sql, run only when this finds any.
 -- Grain: one row per drifted (chunk id, served hash).
 -- Parameters: none. Reads: spans, t_traces (trace_id), t_gold_chunks (chunk_id, version, content_hash).
-CREATE OR REPLACE TEMP TABLE t_drift AS
+-- Writes: t_drift
+-- Columns: chunk_id VARCHAR, served_hash VARCHAR, gold_hash VARCHAR
 WITH served AS (
     SELECT DISTINCT unnest(list_zip(chunk_id, chunk_version, chunk_hash)) AS p
     FROM spans

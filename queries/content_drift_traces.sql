@@ -3,7 +3,8 @@
 --   same id is not affected by another trace that served other text.
 -- Grain: one row per (trace, drifted chunk id, served hash).
 -- Parameters: none. Reads: spans, t_traces (trace_id), t_drift (content_drift.sql).
-CREATE OR REPLACE TEMP TABLE t_trace_drift AS
+-- Writes: t_trace_drift
+-- Columns: trace_id VARCHAR, chunk_id VARCHAR, served_hash VARCHAR, gold_hash VARCHAR
 WITH served AS (
     SELECT trace_id, unnest(list_zip(chunk_id, chunk_hash)) AS p
     FROM spans

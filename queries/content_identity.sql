@@ -6,7 +6,8 @@
 --   Only retrieval spans that derived ids are read, so ordinary traffic costs nothing here.
 -- Grain: one row per derived id seen in the slice's traces: to_id NULL when it joined nothing.
 -- Parameters: none. Reads: spans, t_traces (trace_id), t_gold_chunks (chunk_id, content_hash).
-CREATE OR REPLACE TEMP TABLE t_id_map AS
+-- Writes: t_id_map
+-- Columns: from_id VARCHAR, to_id VARCHAR
 WITH served AS (
     SELECT DISTINCT u.id, u.h
     FROM (

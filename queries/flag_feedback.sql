@@ -5,6 +5,7 @@
 --   own: a report is a reason to look, not a verdict.
 -- Grain: rewrites claim_results rows of $run_id in place. Parameters: $run_id.
 -- Reads: run_feedback, claim_results.
+-- Writes: claim_results (update)
 UPDATE claim_results AS c
 SET flags = list_append(c.flags, 'user_feedback')
 WHERE c.run_id = $run_id AND c.claim_text IS NOT NULL AND NOT list_contains(c.flags, 'user_feedback')

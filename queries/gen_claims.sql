@@ -10,6 +10,9 @@
 -- Grain: one row per (trace, claim_idx).
 -- Parameters: none. Reads: t_traces, t_split_keys (trace_id, split_id),
 --   t_answer_claims (split, claim_idx, text, labels, factual, joins).
+-- Writes: t_gen_claims
+-- Columns: trace_id VARCHAR, claim_idx BIGINT, text VARCHAR, labels VARCHAR[], factual BOOLEAN,
+--   joins BIGINT[], cited VARCHAR[], invalid VARCHAR[], quotes VARCHAR[]
 WITH prose AS (
     SELECT t.trace_id, a.claim_idx, a.text, a.labels, a.factual, a.joins,
            list_transform(a.labels, lambda l: t.map_chunk_id[list_position(t.map_label, l)]) AS mapped,

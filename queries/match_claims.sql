@@ -20,6 +20,8 @@
 -- Parameters: $min_sim (DOUBLE), $min_shared_sim (DOUBLE, when a citation is shared).
 -- Reads: t_gen_claims, t_traces, t_gold_claims,
 --   t_sim (case_id, text, claim_id, sim, num_agree, gold_has_numbers: similarity.sql).
+-- Writes: t_match
+-- Columns: trace_id VARCHAR, case_id VARCHAR, claim_id VARCHAR, claim_idx BIGINT
 WITH gold AS (  -- each gold claim with the evidence of its case's other gold claims (not its own)
     SELECT case_id, claim_id, evidence_ids,
            list_filter(list_distinct(flatten(list(evidence_ids) OVER (PARTITION BY case_id))),

@@ -8,7 +8,8 @@
 --   an empty ACL (acl: [], count 0) restricts nothing: an index's filter lets such a chunk through.
 -- Grain: one row per (trace, chunk id, ACL) a retrieval span of the slice recorded.
 -- Parameters: none. Reads: spans, t_traces (trace_id).
-CREATE OR REPLACE TEMP TABLE t_recorded_acl AS
+-- Writes: t_recorded_acl
+-- Columns: trace_id VARCHAR, chunk_id VARCHAR, acl VARCHAR[]
 WITH recorded AS (
     SELECT trace_id, chunk_id AS ids, acl_group, acl_count, unnest(range(1, len(acl_count) + 1)) AS i
     FROM spans

@@ -10,7 +10,8 @@
 -- Grain: one row per (trace, chunk shown on its render span).
 -- Parameters: none. Reads: t_traces (render columns), t_gold_chunks (chunk_id, uri, title, text, acl),
 --   t_recorded_acl (recorded_acl.sql), spans (retrieval: chunk_id, chunk_uri, chunk_title).
-CREATE OR REPLACE TEMP TABLE t_shown AS
+-- Writes: t_shown
+-- Columns: trace_id VARCHAR, render_span VARCHAR, chunk_id VARCHAR, what VARCHAR[]
 WITH rows AS (
     SELECT trace_id, render_span,
            unnest(ren_label) AS label, unnest(coalesce(ren_uri, [])) AS uri,

@@ -5,7 +5,8 @@
 --   chunk's). classify.sql checks access on these as on the gold ids themselves.
 -- Grain: one row per (trace, served chunk id, restricted gold chunk it holds the text of).
 -- Parameters: none. Reads: spans, t_traces (trace_id), t_gold_chunks (chunk_id, acl, content_hash).
-CREATE OR REPLACE TEMP TABLE t_restricted_alias AS
+-- Writes: t_restricted_alias
+-- Columns: trace_id VARCHAR, chunk_id VARCHAR, gold_chunk_id VARCHAR, acl VARCHAR[]
 WITH restricted AS (
     SELECT chunk_id, acl, content_hash FROM t_gold_chunks WHERE acl IS NOT NULL AND content_hash <> ''
 ),

@@ -6,8 +6,8 @@
 --   draft --from-feedback` turns each into a draft case.
 -- Grain: one row per feedback event of a trace of the run.
 -- Parameters: $run_id. Reads: spans, claim_results.
-INSERT INTO run_feedback
-SELECT $run_id, trace_id, span_id, text, claim, chunk_id
+-- Writes: run_feedback (append)
+SELECT $run_id AS run_id, trace_id, span_id, text, claim, chunk_id
 FROM (
     SELECT trace_id, span_id, unnest(feedback_text) AS text, unnest(feedback_claim) AS claim,
            unnest(feedback_chunk) AS chunk_id

@@ -6,6 +6,8 @@
 --   the range as $lo .. $hi; a trace whose spans were stored far apart only widens it).
 -- Grain: one row per trace in scope that has a request span.
 -- Parameters: $files (VARCHAR[] or NULL: only traces in these trace files, listed in t_scope), $parts (INTEGER).
+-- Writes: t_slices
+-- Columns: trace_id VARCHAR, slice BIGINT, first_row BIGINT, last_row BIGINT
 SELECT trace_id, ntile($parts) OVER (ORDER BY first_row) - 1 AS slice, first_row, last_row
 FROM (
     SELECT trace_id, min(rowid) AS first_row, max(rowid) AS last_row

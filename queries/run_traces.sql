@@ -24,6 +24,17 @@
 -- Reads: spans, t_oi_docs (trace_id, span_id, chunk_ids: OpenInference documents as joined to gold),
 --   t_slices (trace_id, slice), t_gold_cases (case_id, question_norm, as_of, expect, principal_groups),
 --   t_question_norm (question, question_norm).
+-- Writes: t_traces
+-- Columns: trace_id VARCHAR, case_id VARCHAR, unmatched_reason VARCHAR, candidates VARCHAR[],
+--   unreadable_stage VARCHAR, unreadable_span VARCHAR, unreadable_error VARCHAR, expect VARCHAR,
+--   require_rank INTEGER, principal_groups VARCHAR[], as_of DATE, started_at TIMESTAMP,
+--   request_span VARCHAR, retrieval_span VARCHAR, retrieval_observed BOOLEAN, retrieved VARCHAR[],
+--   context_span VARCHAR, context VARCHAR[], generation_span VARCHAR, answer VARCHAR, answer_format VARCHAR,
+--   abstained BOOLEAN, claim_text VARCHAR[], evidence_claim BIGINT[], evidence_chunk VARCHAR[],
+--   evidence_quote VARCHAR[], map_label VARCHAR[], map_chunk_id VARCHAR[], map_version VARCHAR[],
+--   resolution_span VARCHAR, res_marker VARCHAR[], res_chunk_id VARCHAR[], res_version VARCHAR[],
+--   res_uri VARCHAR[], render_span VARCHAR, ren_label VARCHAR[], ren_uri VARCHAR[], ren_chunk_id VARCHAR[],
+--   ren_title VARCHAR[], ren_preview VARCHAR[]
 WITH usable AS (  -- the columns read below, by name: the CTE is read several times
     -- (an OpenInference document's id is the gold chunk it joined: t_oi_docs)
     SELECT s.trace_id, s.span_id, s.stage, s.start_ns, s.end_ns, s.schema_version, s.adapter_error,

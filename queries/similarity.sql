@@ -9,6 +9,9 @@
 -- Parameters: none. Reads: t_gen_claims, t_traces, t_gold_claims, and the texts' sets from
 --   t_text_sets (split claims, made by the splitting workers) and t_more_sets (the rest):
 --   (text, stems VARCHAR[], numbers VARCHAR[]), each list without repeats.
+-- Writes: t_sim
+-- Columns: case_id VARCHAR, text VARCHAR, claim_id VARCHAR, sim DOUBLE, num_agree DOUBLE,
+--   gold_has_numbers BOOLEAN
 WITH sets AS (
     SELECT text, any_value(stems) AS stems, any_value(numbers) AS numbers
     FROM (SELECT * FROM t_text_sets UNION ALL SELECT * FROM t_more_sets)

@@ -5,6 +5,7 @@
 -- Grain: one row per kind that occurred in the slice.
 -- Parameters: $run_id (VARCHAR). Reads: t_split_keys (trace_id, split_id, prose),
 --   t_answer_skipped (split, kind, units: made where the answer was split).
+-- Writes: run_skipped_text (append)
 SELECT $run_id AS run_id, s.kind, sum(s.units)::BIGINT AS units
 FROM t_split_keys AS k
 JOIN t_answer_skipped AS s ON s.split = k.split_id

@@ -7,6 +7,8 @@
 --   t_answer_skipped) join on that number, never on the answer's text.
 -- Grain: one row per trace with an answer (prose: not a structured answer, whose claims come parsed).
 -- Parameters: none. Reads: t_traces, t_gold_cases (case_id, attach), t_policy_of (map_label, attach, policy).
+-- Writes: t_split_keys
+-- Columns: trace_id VARCHAR, answer VARCHAR, policy VARCHAR, prose BOOLEAN, split_id BIGINT
 SELECT t.trace_id, t.answer, p.policy, t.answer_format IS DISTINCT FROM 'structured' AS prose,
        dense_rank() OVER (ORDER BY t.answer, p.policy) - 1 AS split_id
 FROM t_traces AS t

@@ -176,10 +176,13 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
             for _ in range(300)
         )
     )
-    one = _analyze.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
-    monkeypatch.setattr(_analyze, "PARALLEL_ANSWERS", 10)
-    monkeypatch.setattr(_analyze._workers.os, "cpu_count", lambda: 2)
-    many = _analyze._split_everywhere(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
+    from citeline.analyzer import _splitting, _workers
+
+    one = _splitting.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
+    monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 10)
+    monkeypatch.setattr(_splitting.os, "cpu_count", lambda: 2)
+    with _workers.pool(2) as pool:  # the executor the run hands the split step
+        many = _splitting._split_on(pool, answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
     assert many == one
     assert len(one["abstains"]) == len(answers) and any(one["abstains"]) and not all(one["abstains"])
 

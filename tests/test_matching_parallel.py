@@ -46,19 +46,18 @@ def test_a_right_uncited_sentence_keeps_its_gold_claim_against_a_cited_neighbour
 def _match(gold: list[tuple[str, str, list[str]]], gen: list[tuple[str, list[str]]]) -> dict[str, int]:
     """match_claims.sql over one trace: gold (claim_id, text, evidence ids), generated (text, cited)."""
     import duckdb
-    import polars as pl
 
-    from citeline.analyzer._analyze import MIN_SHARED_SIM, MIN_SIM
-    from citeline.analyzer._store import columns_table, register_frame, sql
+    from citeline.analyzer import _steps
+    from citeline.analyzer._splitting import MIN_SHARED_SIM, MIN_SIM
+    from citeline.analyzer._store import sql
     from citeline.analyzer.judges._text import numbers, stems
 
     con = duckdb.connect()
     con.execute(sql("schema"))  # the store's macros (any_in)
     texts = sorted({t for _c, t, _e in gold} | {t for t, _c in gen})
-    schema = {"text": pl.Utf8, "stems": pl.List(pl.Utf8), "numbers": pl.List(pl.Utf8)}
     cols = {"text": texts, "stems": [sorted(stems(t)) for t in texts], "numbers": [sorted(numbers(t)) for t in texts]}
-    register_frame(con, "t_text_sets", columns_table(cols, schema))
-    register_frame(con, "t_more_sets", columns_table({k: [] for k in schema}, schema))
+    _steps.fill(con, "t_text_sets", cols)
+    _steps.declare(con, "t_more_sets")
     con.execute("CREATE TABLE t_traces AS SELECT 't' AS trace_id, 'case' AS case_id")
     con.execute(
         "CREATE TABLE t_gen_claims AS SELECT 't' AS trace_id, i - 1 AS claim_idx, g.text, true AS factual, "

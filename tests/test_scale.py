@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer import _analyze
+from citeline.analyzer import _analyze, _joining
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -24,7 +24,7 @@ def test_slicing_the_run_changes_no_row(tmp_path: Path, monkeypatch: pytest.Monk
     store = tmp_path / "sliced.duckdb"
     shutil.copy(tmp_path / "store.duckdb", store)
     phases: list[str] = []
-    monkeypatch.setattr(_analyze, "PART_TRACES", 5)  # 36 traces -> 8 slices
+    monkeypatch.setattr(_joining, "PART_TRACES", 5)  # 36 traces -> 8 slices
     sliced = _analyze.analyze(store, gold=gold_path(), traces=[traces], on_phase=phases.append)
     assert "classifying (8/8)" in phases
     assert sliced.summary == whole.summary
@@ -66,7 +66,7 @@ def test_slices_hold_traces_whose_spans_were_stored_apart(tmp_path: Path, monkey
     (split / "b.jsonl").write_text("\n".join(second) + "\n")
     store = tmp_path / "split.duckdb"
     _analyze.analyze(store, gold=gold_path(), traces=[split / "a.jsonl"])  # half of each trace first
-    monkeypatch.setattr(_analyze, "PART_TRACES", 5)
+    monkeypatch.setattr(_joining, "PART_TRACES", 5)
     sliced = _analyze.analyze(store, gold=gold_path(), traces=[split])
     assert sliced.problems() == []
     assert sliced.summary == whole.summary

@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer import _analyze, _workers
-from citeline.analyzer._store import columns_table, register_frame, sql
+from citeline.analyzer import _analyze, _splitting, _steps, _workers
+from citeline.analyzer._store import sql
 from citeline.analyzer.judges import _rules
 from citeline.analyzer.judges._text import numbers, overlap, shared_numbers, stems
 from citeline.examples.demo import SCENARIOS, gold_path
@@ -31,16 +30,12 @@ def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]
     """similarity.sql computes overlap() and shared_numbers() exactly, empty sets and repeats included."""
     con = duckdb.connect()
     sets = {"text": list(gen), "stems": [sorted(stems(t)) for t in gen], "numbers": [sorted(numbers(t)) for t in gen]}
-    schema = {"text": pl.Utf8, "stems": pl.List(pl.Utf8), "numbers": pl.List(pl.Utf8)}
-    register_frame(con, "t_text_sets", columns_table(sets, schema))
+    _steps.fill(con, "t_text_sets", sets)
     more = sorted(set(gold))
-    register_frame(
+    _steps.fill(
         con,
         "t_more_sets",
-        columns_table(
-            {"text": more, "stems": [sorted(stems(t)) for t in more], "numbers": [sorted(numbers(t)) for t in more]},
-            schema,
-        ),
+        {"text": more, "stems": [sorted(stems(t)) for t in more], "numbers": [sorted(numbers(t)) for t in more]},
     )
     con.execute("CREATE TABLE t_traces AS SELECT 't1' AS trace_id, 'c' AS case_id")
     con.execute(
@@ -69,12 +64,12 @@ def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_do
     for row on every bucket scenario; the run stops its workers."""
     first, _ = run_and_analyze(tmp_path, SCENARIOS)
     assert _workers.shared() is None
-    monkeypatch.setattr(_analyze, "PARALLEL_ANSWERS", 1)
+    monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 1)
     monkeypatch.setattr(_rules, "PARALLEL_MIN", 1)
     monkeypatch.setattr(_workers.os, "cpu_count", lambda: 2)
     started: list[object] = []
     real_start = _workers.start
-    monkeypatch.setattr(_workers, "start", lambda: started.append(real_start()) or started[-1])
+    monkeypatch.setattr(_workers, "start", lambda preload=(): started.append(real_start(preload)) or started[-1])
     second = _analyze.analyze(tmp_path / "pooled.duckdb", gold=gold_path(), traces=[tmp_path / "traces"])
     assert started and started[0] is not None  # the pool really ran
     assert _workers.shared() is None  # and is gone with the run
