@@ -94,6 +94,7 @@ def analyze(
     progress: Callable[[int, int], None] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> AnalysisResult:
     """Classify every claim of every trace; store the run. A trace that answers a gold case is judged
     against it (basis ``gold``); every other trace against the corpus and itself alone (basis ``corpus``,
@@ -103,6 +104,9 @@ def analyze(
     ``attach`` (an attachment policy) and ``exempt`` (the kinds of text that need no citation) override
     the gold file's ``policy:`` for this run; a case's own ``attach:`` still wins (docs/analyzer.md, "How
     an answer becomes claims").
+
+    ``progress`` sees the bytes ingested, ``on_phase`` each step of each slice as it starts and
+    ``on_progress`` the traces classified after each slice (the CLI shows them on a terminal).
 
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
     holds no trace file, the gold set or the corpus cannot be read at all, or neither is given.
@@ -119,6 +123,7 @@ def analyze(
     split_settings = {"attach": attach, "exempt": exempt, "file_attach": gold_set.attach,
                       "file_exempt": gold_set.exempt}  # fmt: skip
     phase = on_phase or (lambda _name: None)
+    tick = on_progress or (lambda _name, _done, _total: None)
     own = con is None
     con = con or connect(db)
     try:
@@ -137,7 +142,7 @@ def analyze(
         pool = _workers.start(PRELOAD) if scope.distinct_answers >= splitting.PARALLEL_ANSWERS else None
         cached_judge = CachedJudge(con, support_judge)
         tallies = joining.Tallies()
-        parts = len(scope.slices)
+        parts, done = len(scope.slices), 0
         for part in range(parts):  # bounded memory: one slice of the traces at a time
             of = f" ({part + 1}/{parts})" if parts > 1 else ""
             phase("joining traces to cases" + of)
@@ -150,6 +155,8 @@ def analyze(
             splitting.store_skipped(con, run_id)
             phase("classifying" + of)
             steps.run(con, "classify", {"run_id": run_id, "labels": list(LABELS), "judge": judges.ident(support_judge)})
+            done += int(con.execute("SELECT count(*) FROM t_traces").fetchall()[0][0])
+            tick("classified traces", done, scope.classified)
         phase("storing the run")
         storing.store_results(con, run_id, scope.files)
         errors = gold_set.errors + label_errors

@@ -126,6 +126,8 @@ def _analyze(args: argparse.Namespace) -> int:
                 exempt=args.exempt,
                 progress=show,
                 on_phase=(lambda name: _err(f"{name}...")) if show else None,
+                # one line per slice: the phase lines of the next slice follow it
+                on_progress=(lambda name, done, total: _err(f"{name}: {done} / {total}")) if show else None,
             )
     except (InputError, AnswerKeysError, PolicyError) as exc:
         _err(f"citeline: {exc}")
@@ -164,6 +166,14 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _counter(name: str, done: int, total: int) -> None:
+    """A phase's count on a terminal, one line rewritten in place: "classified traces: 300000 / 1000000"."""
+    sys.stderr.write(f"\r{name}: {done} / {total}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
 def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -> Any:
     """``analyze --engine dask``: the same run as partitions of whole traces on a Dask cluster."""
     from ._analyze import DEFAULT_ABSTAIN_PHRASES, InputError
@@ -171,12 +181,6 @@ def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -
 
     if args.corpus is not None:
         raise InputError("--engine dask reads a gold set (--gold FILE); a partitioned --corpus run is not built yet")
-
-    def show(name: str, done: int, total: int) -> None:
-        sys.stderr.write(f"\r{name}: {done} / {total}")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
     return analyze_partitioned(
         args.db,
@@ -193,7 +197,7 @@ def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -
         workers=args.workers,
         partitions=args.partitions,
         on_phase=(lambda name: _err(f"{name}...")) if shown else None,
-        on_progress=show if shown else None,
+        on_progress=_counter if shown else None,
     )
 
 

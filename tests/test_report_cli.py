@@ -184,7 +184,7 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
     piped = subprocess.run(
         [*args, "--db", str(tmp_path / "a.duckdb")], capture_output=True, text=True, timeout=120, check=True
     )
-    assert "ingesting" not in piped.stderr
+    assert "ingesting" not in piped.stderr and "..." not in piped.stderr and "classified" not in piped.stderr
     # a real terminal on stderr: the progress line appears, unless --quiet
     for quiet, expect in ((False, True), (True, False)):
         master, slave = pty.openpty()
@@ -205,6 +205,9 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
             pass
         os.close(master)
         assert (b"ingesting" in seen) is expect
+        for step in (b"joining traces to cases...", b"splitting answers into claims...", b"judging support...",
+                     b"classifying...", b"classified traces: 40 / 40", b"storing the run..."):  # fmt: skip
+            assert (step in seen) is expect, seen
         assert json.loads(proc.stdout)["summary"]
 
 
