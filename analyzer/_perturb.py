@@ -25,6 +25,7 @@ from citeline.instrumentation._perturb import perturbing
 
 from ._captured import CapturedStore
 from ._gold import GoldCase, GoldSet, load_gold
+from ._perturb_judge import Cell, Run, judge_cells
 from ._perturbations import CaseContext, Perturbation, renumber, select
 from ._store import STAGES
 
@@ -60,42 +61,6 @@ def gold_cases(gold: str | Path) -> list[Case]:
     if loaded.unreadable is not None:
         raise PerturbError(f"{gold}: cannot read the gold set: {loaded.unreadable}")
     return [Case.of(c) for c in loaded.cases.values()]
-
-
-@dataclass
-class Cell:
-    """One (case, perturbation): what was declared, what the analyzer got, whether it holds."""
-
-    case_id: str
-    perturbation: str
-    stage: str
-    declared: str
-    status: str  # holds | differs | n/a | skipped | error
-    got: str = ""
-    note: str = ""
-    spans: list[str] = field(default_factory=list)  # the spans the perturbation changed
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    reaction: str | None = None
-    reaction_good: bool | None = None
-    reaction_note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "perturbation": self.perturbation,
-            "stage": self.stage,
-            "declared": self.declared,
-            "status": self.status,
-            "got": self.got,
-            "note": self.note,
-            "spans": self.spans,
-            "rows": self.rows,
-            "reaction": (
-                None
-                if self.reaction is None
-                else {"expected": self.reaction, "good": self.reaction_good, "what": self.reaction_note}
-            ),
-        }
 
 
 @dataclass
@@ -165,16 +130,6 @@ class PerturbResult:
 
 class PerturbError(Exception):
     """The run cannot start (unreadable gold set, unknown perturbation); nothing ran."""
-
-
-@dataclass
-class _Run:
-    case: GoldCase
-    perturbation: Perturbation | None
-    trace_id: str | None = None
-    change: Any = None
-    note: str = ""
-    error: str = ""
 
 
 def _trace_of(spans: Sequence[Any], since: int) -> tuple[str | None, str]:
@@ -254,8 +209,6 @@ def perturb(
     """
     import time
 
-    from ._perturb_judge import judge_cells
-
     started = time.perf_counter()
     try:
         chosen = select(perturbations)
@@ -271,14 +224,14 @@ def perturb(
     folder = Path(own_dir.name if own_dir else str(workdir))
     folder.mkdir(parents=True, exist_ok=True)
     contexts = {c.case_id: CaseContext.of(gold_set, c) for c in picked}
-    runs: list[_Run] = []
+    runs: list[Run] = []
     store = CapturedStore(folder)
     try:
         with capture() as cap:
             for case in picked:
                 ctx = contexts[case.case_id]
                 for p in (None, *chosen):
-                    run = _Run(case, p)
+                    run = Run(case, p)
                     runs.append(run)
                     if p is None:
                         since = len(cap.spans())

@@ -12,12 +12,61 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._perturb import Cell, _Run
+from ._gold import GoldCase
+from ._perturbations import Perturbation
 
 ROW_KEYS = ("gold_claim_id", "claim_text", "bucket", "stage", "span_id", "flags", "reason", "cited_chunks", "abstained")
+
+
+@dataclass
+class Cell:
+    """One (case, perturbation): what was declared, what the analyzer got, whether it holds."""
+
+    case_id: str
+    perturbation: str
+    stage: str
+    declared: str
+    status: str  # holds | differs | n/a | skipped | error
+    got: str = ""
+    note: str = ""
+    spans: list[str] = field(default_factory=list)  # the spans the perturbation changed
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    reaction: str | None = None
+    reaction_good: bool | None = None
+    reaction_note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "perturbation": self.perturbation,
+            "stage": self.stage,
+            "declared": self.declared,
+            "status": self.status,
+            "got": self.got,
+            "note": self.note,
+            "spans": self.spans,
+            "rows": self.rows,
+            "reaction": (
+                None
+                if self.reaction is None
+                else {"expected": self.reaction, "good": self.reaction_good, "what": self.reaction_note}
+            ),
+        }
+
+
+@dataclass
+class Run:
+    """One perturbed (or baseline) call of the app: the case, what was changed, the trace it left."""
+
+    case: GoldCase
+    perturbation: Perturbation | None
+    trace_id: str | None = None
+    change: Any = None
+    note: str = ""
+    error: str = ""
 
 
 def _slim(row: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +182,7 @@ def _reaction(cell: Cell, kind: str, change: Any, rows: list[dict[str, Any]], ba
 
 
 def judge_cells(
-    runs: Sequence[_Run],
+    runs: Sequence[Run],
     rows: dict[str, list[dict[str, Any]]],
     changed: dict[str, dict[str, list[str]]],
     *,
@@ -141,8 +190,6 @@ def judge_cells(
 ) -> tuple[list[Cell], dict[str, list[dict[str, Any]]]]:
     """The cells of the matrix, and each case's baseline rows."""
     from citeline.instrumentation import _keys as K
-
-    from ._perturb import Cell
 
     cells: list[Cell] = []
     baseline: dict[str, list[dict[str, Any]]] = {}

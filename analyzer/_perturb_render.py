@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from ._escape import term as for_terminal
 
 if TYPE_CHECKING:
-    from ._perturb import Cell, PerturbResult
+    from ._perturb import PerturbResult
+    from ._perturb_judge import Cell
 
 MARK = {"holds": "ok", "differs": "XX", "n/a": ".", "skipped": "-", "error": "!!", "reaction": "r"}
 

@@ -17,7 +17,8 @@ Metamorphic perturbations, from Python or ``citeline perturb``::
 """
 
 from ._expect import describe, mismatches
-from ._perturb import Case, Cell, PerturbError, PerturbResult, StageVerdict, gold_cases, perturb
+from ._perturb import Case, PerturbError, PerturbResult, StageVerdict, gold_cases, perturb
+from ._perturb_judge import Cell
 from ._perturb_render import render_html, render_text
 from ._perturbations import CATALOGUE, Expect, Perturbation
 from ._pytest_plugin import CitelineFixture

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from citeline.analyzer import _cli
-from citeline.analyzer._perturb import Cell, PerturbResult, StageVerdict
+from citeline.analyzer._perturb import PerturbResult, StageVerdict
+from citeline.analyzer._perturb_judge import Cell
 from citeline.analyzer._perturb_render import MARK, render_html, render_text
 from citeline.analyzer._perturbations import CATALOGUE
 from citeline.analyzer.testing import perturb
