@@ -1,4 +1,5 @@
-# The nightly citeline job (see docker-compose.yml and deploy/nightly.sh).
+# The nightly citeline job (see docker-compose.yml and deploy/nightly.sh), and the Dask scheduler
+# and workers it classifies on ([dask]: dask.distributed, the same versions on every container).
 FROM python:3.11.7-slim-bookworm
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -6,7 +7,7 @@ COPY instrumentation ./instrumentation
 COPY analyzer ./analyzer
 COPY queries ./queries
 COPY examples ./examples
-RUN pip install --no-cache-dir . && useradd --create-home citeline
+RUN pip install --no-cache-dir ".[dask]" && useradd --create-home citeline
 COPY deploy/nightly.sh /usr/local/bin/citeline-nightly
 USER citeline
 ENTRYPOINT ["citeline-nightly"]

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The nightly citeline job: analyze the day's trace files against the gold set, write
 # the HTML report, push failures to Phoenix as span annotations. Runs once a day at
-# CITELINE_SCHEDULE_HOUR (UTC), or once and exits with --once.
+# CITELINE_SCHEDULE_HOUR (UTC), or once and exits with --once. With CITELINE_SCHEDULER
+# (tcp://HOST:PORT) the classification runs as partitions on that Dask cluster, whose workers
+# must read CITELINE_TRACES at the same path (docs/scale-out.md); without it, in this process.
 set -uo pipefail
 
 : "${CITELINE_TRACES:?folder of OTLP/JSON trace files}"
@@ -12,9 +14,14 @@ set -uo pipefail
 CITELINE_BIN="${CITELINE_BIN:-citeline}"
 
 run_once() {
-    echo "citeline nightly: $(date -u +%FT%TZ) analyzing ${CITELINE_TRACES}"
+    engine=()
+    if [ -n "${CITELINE_SCHEDULER:-}" ]; then
+        engine=(--engine dask --scheduler "$CITELINE_SCHEDULER")
+        [ -n "${CITELINE_PARTITIONS:-}" ] && engine+=(--partitions "$CITELINE_PARTITIONS")
+    fi
+    echo "citeline nightly: $(date -u +%FT%TZ) analyzing ${CITELINE_TRACES}${CITELINE_SCHEDULER:+ on ${CITELINE_SCHEDULER}}"
     "$CITELINE_BIN" analyze --traces "$CITELINE_TRACES" --gold "$CITELINE_GOLD" --db "$CITELINE_DB" --quiet \
-        --format json > "${CITELINE_REPORT%.html}.json" || return 1
+        "${engine[@]}" --format json > "${CITELINE_REPORT%.html}.json" || return 1
     gates=()
     for gate in ${CITELINE_FAIL_ON:-}; do gates+=(--fail-on "$gate"); done
     "$CITELINE_BIN" report --db "$CITELINE_DB" --format html --out "$CITELINE_REPORT" "${gates[@]}"
