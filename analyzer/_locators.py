@@ -10,7 +10,8 @@ in the reason (``queries/invented_locators.sql``).
 
 Text work only, once per distinct text: :func:`locators` reads a text's locators; :func:`tables`
 writes, for the slice's claims and the sources they may come from, the locator tables the SQL joins:
-``t_claim_locators`` (text, kind, value, shown) and ``t_source_locators`` (text, kind, value).
+``t_claim_locators`` (text, kind, value, shown; none a gold entry supplies, a URL a trusted one: those
+flag nothing) and ``t_source_locators`` (text, kind, value).
 A locator is (kind, value): ``url`` with the URL normalised (scheme and host lower case, no
 trailing punctuation, slash, query or fragment), ``section`` / ``page`` / ``paragraph`` with the
 number as written ("4.2"), ``title`` case folded with its spaces collapsed.
@@ -108,12 +109,17 @@ _CLAIM_TEXTS = (
     "SELECT DISTINCT text FROM (SELECT text FROM t_gen_claims UNION ALL SELECT text FROM t_answer_refs) "
     "WHERE text IS NOT NULL AND regexp_matches(text, $p, 'i')"
 )
-# what a supplied source may have a locator in: its uri (the whole uri is one), title, id and text
-_SOURCE_TEXTS = """
+# what a supplied source may have a locator in: its uri (the whole uri is one), title, id and text; a gold
+# entry's with whether any entry having it is trusted (an untrusted one supplies no link: the SQL's
+# only_untrusted)
+_GOLD_TEXTS = """
+SELECT x, bool_or(NOT coalesce(untrusted, false)) AS trusted
+FROM (SELECT unnest([uri, title, chunk_id, text]) AS x, untrusted FROM t_gold_chunks)
+WHERE x IS NOT NULL AND x <> '' GROUP BY x
+"""
+_SPAN_TEXTS = """
 SELECT DISTINCT x FROM (
-    SELECT unnest([uri, title, chunk_id, text]) AS x FROM t_gold_chunks
-    UNION ALL
-    SELECT unnest(coalesce(chunk_uri, []) || coalesce(chunk_title, [])) FROM spans
+    SELECT unnest(coalesce(chunk_uri, []) || coalesce(chunk_title, [])) AS x FROM spans
     WHERE stage = 'retrieval' AND (chunk_uri IS NOT NULL OR chunk_title IS NOT NULL)
       AND trace_id IN (SELECT trace_id FROM t_traces)
 ) WHERE x IS NOT NULL AND x <> ''
@@ -132,9 +138,23 @@ def invented(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+def _source_locators(text: str) -> list[tuple[str, str]]:
+    """(kind, value) of each locator a source's ``text`` has (the same one may come twice)."""
+    found = [(kind, value) for kind, value, _ in locators(text, headings=True)]
+    if _URL.fullmatch(text.strip()):  # a uri is its own locator, whatever its form
+        found.append(("url", normal_url(text)))
+    if 0 < len(text) <= 200 and "\n" not in text:  # a title (a uri or id too: harmless)
+        found.append(("title", _title(text)))
+    return found
+
+
 def tables(con: duckdb.DuckDBPyConnection) -> bool:
-    """t_claim_locators and t_source_locators for the slice (empty, and no source read, when no claim of
-    the slice names a locator); whether any claim names one."""
+    """t_claim_locators and t_source_locators for the slice; whether any claim names a locator that may be
+    invented or an untrusted link. Left out of t_claim_locators: what a gold entry has (any entry: a
+    section, page, paragraph or title; a trusted one: a URL), which can flag no claim (the SQL counts
+    a source for it, and a trusted one makes no link untrusted). Empty, and no retrieval span read,
+    when nothing is left: on the 100k bench every claim names a section the gold corpus has, and the
+    spans' 2M chunk uris and titles were read and joined for nothing."""
     claim_rows = [
         (text, kind, value, shown)
         for (text,) in con.execute(_CLAIM_TEXTS, {"p": PREFILTER}).fetchall()
@@ -142,12 +162,19 @@ def tables(con: duckdb.DuckDBPyConnection) -> bool:
     ]
     source_rows: list[tuple[str, str, str]] = []
     if claim_rows:
-        for (text,) in con.execute(_SOURCE_TEXTS).fetchall():
-            source_rows += [(text, kind, value) for kind, value, _ in locators(text, headings=True)]
-            if _URL.fullmatch(text.strip()):  # a uri is its own locator, whatever its form
-                source_rows.append((text, "url", normal_url(text)))
-            if 0 < len(text) <= 200 and "\n" not in text:  # a title (a uri or id too: harmless)
-                source_rows.append((text, "title", _title(text)))
+        gold = con.execute(_GOLD_TEXTS).fetchall()
+        supplied = set[tuple[str, str]]()
+        for text, trusted in gold:
+            for kind, value in _source_locators(text):
+                source_rows.append((text, kind, value))
+                if trusted or kind != "url":
+                    supplied.add((kind, value))
+        claim_rows = [row for row in claim_rows if (row[1], row[2]) not in supplied]
+    if claim_rows:
+        seen = {text for text, _ in gold}
+        for (text,) in con.execute(_SPAN_TEXTS).fetchall():
+            if text not in seen:  # each text once, as one DISTINCT over both gave them
+                source_rows += [(text, kind, value) for kind, value in _source_locators(text)]
     register_frame(con, "t_claim_locators", pl.DataFrame(claim_rows, schema=_SCHEMA_CLAIM, orient="row"))
     register_frame(con, "t_source_locators", pl.DataFrame(source_rows, schema=_SCHEMA_SOURCE, orient="row"))
     return bool(claim_rows)
