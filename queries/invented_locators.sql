@@ -9,7 +9,8 @@
 -- Grain: one row per (trace, claim_idx) naming at least one invented locator or untrusted link.
 -- Parameters: none. Reads: t_gen_claims (trace_id, claim_idx, text, labels), t_split_keys (trace_id,
 --   split_id), t_answer_refs (split, label, text: reference-list entries), t_claim_locators (text, kind,
---   value, shown), t_source_locators (text, kind, value), t_gold_chunks (chunk_id, uri, title, text,
+--   value, shown; none a gold entry supplies, a URL a trusted one: those flag nothing; _locators.tables),
+--   t_source_locators (text, kind, value), t_gold_chunks (chunk_id, uri, title, text,
 --   untrusted), spans (retrieval: chunk_id, chunk_uri, chunk_title).
 CREATE OR REPLACE TEMP TABLE t_invented AS
 WITH named AS (
