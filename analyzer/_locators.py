@@ -23,9 +23,8 @@ import re
 from typing import Final
 
 import duckdb
-import polars as pl
 
-from ._store import register_frame, sql
+from . import _steps as steps
 
 KINDS: Final = ("url", "section", "page", "paragraph", "title")
 
@@ -101,8 +100,6 @@ def locators(text: str, *, headings: bool = False) -> list[tuple[str, str, str]]
     return [(k, v, shown) for (k, v), (_, shown) in listed]
 
 
-_SCHEMA_CLAIM = {"text": pl.Utf8, "kind": pl.Utf8, "value": pl.Utf8, "shown": pl.Utf8}
-_SCHEMA_SOURCE = {"text": pl.Utf8, "kind": pl.Utf8, "value": pl.Utf8}
 # the slice's claim texts that may name a locator (t_gen_claims: gen_claims.sql), and the entries of its
 # answers' reference lists (t_answer_refs: "[1] https://...", the source a label stands for)
 _CLAIM_TEXTS = (
@@ -127,15 +124,13 @@ SELECT DISTINCT x FROM (
 
 
 def invented(con: duckdb.DuckDBPyConnection) -> None:
-    """t_invented: the slice's claims that name a locator no supplied source has, or a URL only untrusted
-    sources give (``queries/invented_locators.sql``); empty at no cost when no claim names a locator."""
+    """Writes t_claim_locators, t_source_locators (:func:`tables`) and t_invented: the slice's claims that
+    name a locator no supplied source has, or a URL only untrusted sources give
+    (``queries/invented_locators.sql``); empty at no cost when no claim names a locator."""
     if tables(con):
-        con.execute(sql("invented_locators"))
+        steps.run(con, "invented_locators")
     else:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE t_invented (trace_id VARCHAR, claim_idx BIGINT, invented VARCHAR[], "
-            "untrusted_links VARCHAR[], link_sources VARCHAR[])"
-        )
+        steps.empty(con, "invented_locators")
 
 
 def _source_locators(text: str) -> list[tuple[str, str]]:
@@ -175,6 +170,6 @@ def tables(con: duckdb.DuckDBPyConnection) -> bool:
         for (text,) in con.execute(_SPAN_TEXTS).fetchall():
             if text not in seen:  # each text once, as one DISTINCT over both gave them
                 source_rows += [(text, kind, value) for kind, value in _source_locators(text)]
-    register_frame(con, "t_claim_locators", pl.DataFrame(claim_rows, schema=_SCHEMA_CLAIM, orient="row"))
-    register_frame(con, "t_source_locators", pl.DataFrame(source_rows, schema=_SCHEMA_SOURCE, orient="row"))
+    steps.fill(con, "t_claim_locators", rows=claim_rows)
+    steps.fill(con, "t_source_locators", rows=source_rows)
     return bool(claim_rows)

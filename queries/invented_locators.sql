@@ -12,7 +12,9 @@
 --   value, shown; none a gold entry supplies, a URL a trusted one: those flag nothing; _locators.tables),
 --   t_source_locators (text, kind, value), t_gold_chunks (chunk_id, uri, title, text,
 --   untrusted), spans (retrieval: chunk_id, chunk_uri, chunk_title).
-CREATE OR REPLACE TEMP TABLE t_invented AS
+-- Writes: t_invented
+-- Columns: trace_id VARCHAR, claim_idx BIGINT, invented VARCHAR[], untrusted_links VARCHAR[],
+--   link_sources VARCHAR[]
 WITH named AS (
     SELECT g.trace_id, g.claim_idx, l.kind, l.value, l.shown
     FROM t_gen_claims AS g JOIN t_claim_locators AS l ON l.text = g.text

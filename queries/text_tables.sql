@@ -56,6 +56,10 @@ CREATE OR REPLACE TEMP TABLE t_text_sets (text VARCHAR, stems VARCHAR[], numbers
 -- the same for texts no splitter made (unsplit_texts.sql: structured claims, gold claims)
 CREATE OR REPLACE TEMP TABLE t_more_sets (text VARCHAR, stems VARCHAR[], numbers VARCHAR[]);
 
+-- the locators the slice's claims name, and those its sources have (_locators.tables)
+CREATE OR REPLACE TEMP TABLE t_claim_locators (text VARCHAR, kind VARCHAR, value VARCHAR, shown VARCHAR);
+CREATE OR REPLACE TEMP TABLE t_source_locators (text VARCHAR, kind VARCHAR, value VARCHAR);
+
 -- the judge's verdicts (_judging.judge_tables): per matched gold claim, per cited unmatched claim,
 -- and per corpus-basis claim against the rest of its context
 CREATE OR REPLACE TEMP TABLE t_judged_gold (
