@@ -46,10 +46,11 @@ MAP_BYTES = 256 * 1024 * 1024
 
 _MARKS = """
 import json, time
-marks = []
+marks, cpu_marks = [], []
 t = time.perf_counter()
 def mark(name):
     marks.append((name.split(" (")[0], time.perf_counter() - t))
+    cpu_marks.append(time.process_time())
 def phases(seconds):
     ends = [m[1] for m in marks[1:]] + [seconds]
     out = {}
@@ -81,8 +82,10 @@ if __name__ == "__main__":
         summary = r.summary
     con.close()
     seconds = time.perf_counter() - t
+    cpu = time.process_time()
     print(json.dumps({{"seconds": seconds, "summary": summary, "run_id": r.run_id, "phases": phases(seconds),
-                      "ingest": marks[0][1] if marks else seconds}}))
+                      "ingest": marks[0][1] if marks else seconds, "cpu": cpu,
+                      "cpu_after_ingest": cpu - (cpu_marks[0] if cpu_marks else cpu)}}))
 """
 
 _DASK = """
@@ -188,6 +191,8 @@ def _task_sums(engine: dict[str, Any]) -> dict[str, float]:
         "store_spans": float(s["store_spans"]),
         "store_rows": float(s["store_rows"]),
         "map_tasks": float(len(s["map"])),
+        "map_cpu": sum(m.get("cpu", 0.0) for m in s["map"]),
+        "reduce_cpu": sum(r.get("cpu", 0.0) for r in s["reduce"]),
     }
 
 
@@ -297,6 +302,14 @@ def _report(
     print(f"per-bucket throughput of a one-core worker: {per_bucket:,.0f} traces/s (reduce tasks' own seconds) vs "
           f"{n / core_classify:,.0f} for the one-core process after ingest: "
           f"{_verdict(per_bucket / (n / core_classify), 0.8)}")  # fmt: skip
+    if s1["reduce_cpu"]:  # CPU seconds: what a busy machine's other processes move least
+        cpu_bucket, cpu_core = n / s1["reduce_cpu"], n / core["cpu_after_ingest"]
+        print(f"the same in CPU seconds: reduce tasks {s1['reduce_cpu']:.1f} s ({cpu_bucket:,.0f} traces/s) vs the "
+              f"one-core process after ingest {core['cpu_after_ingest']:.1f} s ({cpu_core:,.0f} traces/s): "
+              f"{_verdict(cpu_bucket / cpu_core, 0.8)}; map tasks {s1['map_cpu']:.1f} s")  # fmt: skip
+    best = one["seconds"] / (dask[2]["cpu_s"] / 2)  # two idle cores run the 2-worker run's CPU in half its sum
+    print(f"CPU seconds of the whole run: one process {one['cpu_s']:.0f}, 2 workers {dask[2]['cpu_s']:.0f}: on two "
+          f"idle cores the 2-worker run could be at best {best:.2f}x the one-process run measured here")  # fmt: skip
     whole = n / (s1["map"] + s1["reduce"])
     print(f"a one-core worker's whole share (map + reduce tasks): {whole:,.0f} traces/s vs {n / core['seconds']:,.0f} "
           f"for the whole one-core run: {whole / (n / core['seconds']):.2f}x")  # fmt: skip
