@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,12 @@ def _threads(con: duckdb.DuckDBPyConnection) -> None:
 def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: int) -> dict[str, Any]:
     """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition."""
     _event(MAP_EVENTS, {"run": run, "task": task})
+    t0, c0 = time.perf_counter(), time.process_time()
     con = connect(":memory:")
     try:
         _threads(con)
         report = ingest(con, files)
+        t1 = time.perf_counter()
         con.execute("CREATE TEMP TABLE t_rank (path VARCHAR, file_rank BIGINT)")
         con.executemany("INSERT INTO t_rank VALUES (?, ?)", list(zip(files, ranks, strict=True)))
         spans = con.sql(
@@ -143,6 +146,8 @@ def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: in
             "report": report,
             "file_traces": parquet(con.sql("SELECT * FROM file_traces").to_arrow_table()),  # a row per trace
             "ingested": con.execute("SELECT * FROM ingested_files").fetchall(),
+            # what the bench reports: wall seconds, and the worker's CPU seconds (a shared machine's load aside)
+            "seconds": {"ingest": t1 - t0, "cut": time.perf_counter() - t1, "cpu": time.process_time() - c0},
         }
     finally:
         con.close()
@@ -159,9 +164,35 @@ def meta(out: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes]) -> tuple[Any, list[bytes]]:
+    """A partition's spans from its map pieces, each span once (a span read in two map tasks, the same
+    line in two files, keeps the first file's reading); as one Arrow table and as Parquet pieces.
+
+    Spans read twice are rare: when there are none the pieces go back as they came, not written again.
+    """
+    if not pieces:
+        return None, []
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    table = pa.concat_tables([arrow(p) for p in pieces])
+    con.register("_pieces", table)
+    try:
+        (twice,) = con.execute("SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM _pieces").fetchall()[0]
+        if not twice:
+            return table, pieces
+        kept = con.sql(
+            "SELECT * EXCLUDE (n) FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, span_id "
+            "ORDER BY file_rank) AS n FROM _pieces) WHERE n = 1"
+        ).to_arrow_table()
+        return kept, [parquet(kept)]
+    finally:
+        con.unregister("_pieces")
+
+
 def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context) -> dict[str, Any]:
     """Run ``analyze`` over one partition's spans on this worker; its rows, tallies and new judgments."""
     _event(REDUCE_EVENTS, {"run": run, "partition": part})
+    t0, c0 = time.perf_counter(), time.process_time()
     gold, labels, judge = _laid_out(ctx)
     con = connect(":memory:")
     try:
@@ -169,19 +200,16 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
         register_frame(con, "t_cached", arrow(ctx.judgments))
         con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM t_cached")
         present = [p for p in pieces if p is not None]
-        if present:
-            import pyarrow as pa  # type: ignore[import-untyped]
-
-            con.register("_pieces", pa.concat_tables([arrow(p) for p in present]))
-            # a span read in two map tasks (the same line in two files) keeps the first file's reading
-            con.execute(
-                "INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank, n) FROM ("
-                " SELECT *, row_number() OVER (PARTITION BY trace_id, span_id ORDER BY file_rank) AS n"
-                " FROM _pieces) WHERE n = 1"
-            )
-            con.unregister("_pieces")
+        kept, back = first_readings(con, present)
+        if kept is not None:
+            con.register("_kept", kept)
+            con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _kept")
+            con.unregister("_kept")
+            del kept  # the partition's spans are in DuckDB now: one copy while analyze runs
+        t1 = time.perf_counter()
         with _workers.in_process():
             result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels, **ctx.settings)
+        t2 = time.perf_counter()
         rows = {
             t: con.sql(
                 f"SELECT * EXCLUDE (run_id) FROM {t} WHERE run_id = $r", params={"r": result.run_id}
@@ -189,10 +217,19 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             for t in RESULT_TABLES  # names from this module, never user input
         }
         new = con.sql("SELECT * FROM judgments WHERE key NOT IN (SELECT key FROM t_cached)").to_arrow_table()
+        out = {t: parquet(r) for t, r in rows.items()}
+        judged = parquet(new)
         return {
             "part": part,
-            "rows": {t: parquet(r) for t, r in rows.items()},
-            "judgments": parquet(new),
+            "rows": out,
+            "judgments": judged,
+            "spans": back,  # the driver stores them: no second reading of the pieces there
+            "seconds": {
+                "load": t1 - t0,
+                "analyze": t2 - t1,
+                "rows": time.perf_counter() - t2,
+                "cpu": time.process_time() - c0,
+            },
             "tallies": result.tallies,
             "judge": dict(result.judge),
             "traces_read": result.traces_read,

@@ -11,8 +11,9 @@ citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md
    of the first file, as ingest does) into a DuckDB in memory and runs ``analyze`` over it, with the
    gold set, labels, judge and the store's judgments shipped once per worker; the worker's text work
    runs in the worker (``_workers.in_process``: no nested pools);
-3. **merge** (the driver): the spans, ``file_traces`` and ``ingested_files`` go into the store as
-   ingest would have put them; each partition's result rows go in under the run's one id; the
+3. **merge** (the driver): ``file_traces`` and ``ingested_files`` go into the store as ingest would
+   have put them, from each map task; each partition's spans (as its reduce read them: each span
+   once, a fresh store's in one append) and result rows go in under the run's one id; the
    coverage and problems are summed from the partitions' tallies, each gold case a partition did not
    see counted once over all of them; new judgments join the store's cache.
 
@@ -25,6 +26,7 @@ run is in ``_partition_tasks.py``.
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -234,23 +236,30 @@ def _run(
     ]
     pieces = [[client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
               for m, mf in enumerate(maps)]  # fmt: skip
+    # each partition's pieces, held until its reduce is stored: a partition that fails twice has its
+    # spans stored from them, as ingest would have stored them
+    wanted = {p: [r[p] for r in pieces] for p in range(parts)}
     metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
     del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
     # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
     # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
     shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
     reduces = {
-        client.submit(work.reduce_partition, prefix, p, [r[p] for r in pieces], shipped, key=f"{prefix}-part-{p}",
-                      retries=1): p
+        client.submit(work.reduce_partition, prefix, p, wanted[p], shipped, key=f"{prefix}-part-{p}", retries=1): p
         for p in range(parts)
     }  # fmt: skip
-    # the map phase: what ingest would have stored, in file order (a span read twice keeps its first file)
+    # the map phase: each file's traces and the files read, as ingest would have stored them (the spans
+    # come back with the partitions: each partition's reduce has read them once, first file first)
     phase(f"reading {len(files)} trace file(s) in {len(groups)} map task(s) on {workers} worker(s)")
     report = IngestReport(paths=[f for f, _s in files])
-    for m, (meta_f, row) in enumerate(zip(metas, pieces, strict=True)):
+    seconds: dict[str, Any] = {"map": [], "reduce": [], "store_ingest": 0.0, "store_spans": 0.0,
+                               "store_rows": 0.0}  # fmt: skip
+    del pieces
+    # the store's spans before this run: none (a fresh store), and a partition's spans go in without a join
+    fresh = not con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]
+    for m, meta_f in enumerate(metas):
         try:
             meta = meta_f.result()
-            got = [p for p in client.gather(row) if p is not None]
         except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
             lost = [files[i][0] for i in groups[m]]
             report.paths = [p for p in report.paths if p not in lost]
@@ -258,26 +267,43 @@ def _run(
                                            f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from "
                                            f"{lost[0]}; run again"))  # fmt: skip
         else:
-            _store_ingest(con, meta, got, report)
+            t = time.perf_counter()
+            _store_ingest(con, meta, report)
+            seconds["store_ingest"] += time.perf_counter() - t
+            seconds["map"].append(meta["seconds"])
         tick("reading trace files", m + 1, len(groups))
     report.problems.extend(listing_problems)
-    del metas, pieces
+    del metas
     # the reduce phase: every partition's rows under this run's id, as each finishes
     phase(f"classifying {parts} partition(s)")
     outs: list[dict[str, Any]] = []
     failed: list[tuple[int, str]] = []
     for n, (fut, out) in enumerate(as_completed(list(reduces), with_results=True, raise_errors=False), 1):
+        part = reduces.pop(fut)  # the scheduler drops a stored partition's result (its spans)
         if fut.status != "finished" or isinstance(out, BaseException):  # erred, or cancelled by the scheduler
             why = fut.exception() if fut.status == "error" else out
-            failed.append((reduces[fut], _why(why if isinstance(why, BaseException) else None)))
+            failed.append((part, _why(why if isinstance(why, BaseException) else None)))
+            got = [p for p in client.gather(wanted.pop(part), errors="skip") if p is not None]  # a lost map: skipped
+            t = time.perf_counter()
+            report.spans_added += _store_spans(con, work.first_readings(con, got)[1], fresh)
+            seconds["store_spans"] += time.perf_counter() - t
         else:
+            del wanted[part]
+            t = time.perf_counter()
+            report.spans_added += _store_spans(con, out["spans"], fresh)
+            seconds["store_spans"] += time.perf_counter() - t
+            t = time.perf_counter()
             _store_rows(con, run_id, out)
-            outs.append(out)
+            seconds["store_rows"] += time.perf_counter() - t
+            seconds["reduce"].append({**out["seconds"], "traces": out["traces_read"]})
+            outs.append({k: v for k, v in out.items() if k not in ("rows", "spans")})  # the tallies, for _finish
         tick("classifying partitions", n, parts)
     phase("storing the run")
     attempts = _attempts(client, prefix)
-    return _finish(con, run_id, started, report, outs, failed, parts, len(groups), attempts, local_judge, gold_set,
-                   gold, labels, db, scheduler, workers)  # fmt: skip
+    result = _finish(con, run_id, started, report, outs, failed, parts, len(groups), attempts, local_judge, gold_set,
+                     gold, labels, db, scheduler, workers)  # fmt: skip
+    result.engine["seconds"] = seconds  # each task's own timings and the driver's storing: bench/scaleout.py
+    return result
 
 
 def _why(exc: BaseException | None) -> str:
@@ -297,18 +323,28 @@ def _attempts(client: Any, prefix: str) -> dict[str, dict[int, int]]:
     return out
 
 
-def _store_ingest(
-    con: duckdb.DuckDBPyConnection, meta: dict[str, Any], pieces: list[bytes], report: IngestReport
-) -> None:
-    """One map task's spans, file_traces and ingested_files into the store, and its report into the run's."""
-    for data in pieces:
-        con.register("_piece", work.arrow(data))
-        added = con.execute(
-            "INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _piece AS n WHERE NOT EXISTS "
-            "(SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id AND old.span_id = n.span_id)"
-        ).fetchall()
-        con.unregister("_piece")
-        report.spans_added += int(added[0][0]) if added else 0
+def _store_spans(con: duckdb.DuckDBPyConnection, pieces: list[bytes], fresh: bool) -> int:
+    """One partition's spans (each read once: ``work.first_readings``) into the store, in one insert; how many.
+
+    Partitions hold disjoint traces, so only spans stored before this run can be there already: in a
+    ``fresh`` store there are none, and the insert is an append (no join with a growing table).
+    """
+    if not pieces:
+        return 0
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    con.register("_part_spans", pa.concat_tables([work.arrow(p) for p in pieces]))
+    try:
+        new = "" if fresh else (" AS n WHERE NOT EXISTS (SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id"
+                                " AND old.span_id = n.span_id)")  # fmt: skip
+        added = con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _part_spans" + new).fetchall()
+    finally:
+        con.unregister("_part_spans")
+    return int(added[0][0]) if added else 0
+
+
+def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: IngestReport) -> None:
+    """One map task's file_traces and ingested_files into the store, and its report into the run's."""
     con.register("_ft", work.arrow(meta["file_traces"]))  # one set-based insert: executemany costs ~1 ms a row
     con.execute(
         "INSERT INTO file_traces BY NAME SELECT DISTINCT * FROM _ft AS b WHERE NOT EXISTS (SELECT 1 FROM file_traces "

@@ -1,19 +1,37 @@
-"""Partitioned runs beside one process: the same traces, one process vs a LocalCluster of 1 and 2 workers.
+"""Partitioned runs beside one process: where a Dask run's time goes, and what more workers would buy.
 
-    python bench/scaleout.py [--n 100000] [--per-file 5000] [--partitions N] [--workdir DIR]
+    python bench/scaleout.py [--n 100000] [--per-file 5000] [--partitions 8] [--workdir DIR]
 
-Synthetic distinct-answer traces (bench/synth.py --distinct) are analyzed three ways, each in a fresh
-interpreter: ``analyze`` in one process (its own pool on every core), and ``analyze --engine dask`` on
-a LocalCluster of one and of two one-thread worker processes (no nested pools: a worker's text work
-runs in the worker). The cluster's start is timed apart from the run. Every partitioned run is checked
-against the one-process run row for row (claim_results, EXCEPT ALL both ways). The CPU that other
-processes used meanwhile is printed: the machine is shared.
+Synthetic distinct-answer traces (bench/synth.py --distinct) are analyzed four ways, each in a fresh
+interpreter:
+
+- **one process**: ``analyze`` with its own pool on every core (today's default);
+- **one core**: ``analyze`` as a worker runs it, inside ``_workers.in_process()`` (no pool) with one
+  DuckDB thread: the baseline a one-core worker's per-bucket throughput is held against;
+- **LocalCluster of 1 and of 2 one-thread workers**: ``analyze --engine dask`` (no nested pools: a
+  worker's text work runs in the worker). The cluster's start is timed apart from the run.
+
+The partitioned runs report each task's own seconds (a map task's ingest and cut, a reduce task's
+load, ``analyze`` and hand-back) and the driver's seconds storing spans and rows. From those the
+bench prints the ratios the issue sets (#26: per-bucket throughput of a one-core worker >= 0.8x a
+one-core process; 2 workers >= 0.9x one process on these 2 cores) and a projection to 8/32/128
+workers: ``map / min(W, map tasks) + reduce / W + driver``, the driver's storing being the serial
+part. Every run is checked against the one-process run row for row (claim_results and
+case_results, EXCEPT ALL both ways). The CPU other processes used meanwhile is printed: the machine
+is shared, so compare ratios within one run.
+
+With ``--workdir`` the traces are written once into ``DIR/n<N>-per<P>/`` and reused by later runs
+(1M traces are 13 GB and take minutes to write); the stores go in a temporary folder under it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,35 +41,69 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-_ONE = """
+#: bytes of trace files per map task, as analyzer/_partitioned.py cuts a run (MAP_BYTES)
+MAP_BYTES = 256 * 1024 * 1024
+
+_MARKS = """
 import json, time
-from citeline.analyzer._analyze import analyze
+marks, cpu_marks = [], []
+t = time.perf_counter()
+def mark(name):
+    marks.append((name.split(" (")[0], time.perf_counter() - t))
+    cpu_marks.append(time.process_time())
+def phases(seconds):
+    ends = [m[1] for m in marks[1:]] + [seconds]
+    out = {}
+    for (name, at), end in zip(marks, ends):
+        out[name] = round(out.get(name, 0) + end - at, 2)
+    return out
+"""
+
+_ONE = """
+from citeline.analyzer import analyze
 if __name__ == "__main__":  # the run's pool spawns interpreters that import this file
     t = time.perf_counter()
-    r = analyze({db!r}, gold={gold!r}, traces=[{traces!r}])
-    print(json.dumps({{"seconds": time.perf_counter() - t, "summary": r.summary, "run_id": r.run_id}}))
+    r = analyze({db!r}, gold={gold!r}, traces=[{traces!r}], on_phase=mark)
+    seconds = time.perf_counter() - t
+    print(json.dumps({{"seconds": seconds, "summary": r.summary, "run_id": r.run_id, "phases": phases(seconds),
+                      "ingest": marks[0][1] if marks else seconds}}))
+"""
+
+_ONE_CORE = """
+from citeline.analyzer import analyze
+from citeline.analyzer._store import connect
+from citeline.analyzer import _workers
+if __name__ == "__main__":
+    t = time.perf_counter()
+    con = connect({db!r})
+    con.execute("SET threads = 1")  # as a one-thread worker's DuckDB
+    with _workers.in_process():  # no pool: the text work in this process, as on a worker
+        r = analyze({db!r}, con=con, gold={gold!r}, traces=[{traces!r}], on_phase=mark)
+        summary = r.summary
+    con.close()
+    seconds = time.perf_counter() - t
+    cpu = time.process_time()
+    print(json.dumps({{"seconds": seconds, "summary": summary, "run_id": r.run_id, "phases": phases(seconds),
+                      "ingest": marks[0][1] if marks else seconds, "cpu": cpu,
+                      "cpu_after_ingest": cpu - (cpu_marks[0] if cpu_marks else cpu)}}))
 """
 
 _DASK = """
-import json, time
 import distributed
 from citeline.analyzer._partitioned import analyze_partitioned
 if __name__ == "__main__":
-    t = time.perf_counter()
+    t0 = time.perf_counter()
     cluster = distributed.LocalCluster(n_workers={workers}, threads_per_worker=1, processes=True, host="127.0.0.1",
                                        dashboard_address="127.0.0.1:0")
     client = distributed.Client(cluster)
-    start = time.perf_counter() - t
+    start = time.perf_counter() - t0
     t = time.perf_counter()
-    marks = []
     r = analyze_partitioned({db!r}, gold={gold!r}, traces=[{traces!r}], client=client, partitions={partitions},
-                            on_phase=lambda name: marks.append((name.split(" ")[0], time.perf_counter() - t)))
+                            on_phase=mark)
     seconds = time.perf_counter() - t
-    ends = [m[1] for m in marks[1:]] + [seconds]
-    phases = {{name: round(end - at, 1) for (name, at), end in zip(marks, ends)}}
     client.close(); cluster.close()
     print(json.dumps({{"seconds": seconds, "cluster_start": start, "summary": r.summary, "run_id": r.run_id,
-                      "engine": r.engine, "phases": phases}}))
+                      "engine": r.engine, "phases": phases(seconds)}}))
 """
 
 
@@ -61,18 +113,25 @@ def _busy_jiffies() -> int:
     return user + nice + system
 
 
+def _own_cpu() -> float:
+    """CPU seconds of this process's finished children (each run's interpreter and the processes it waited for)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _timed(code: str, cwd: Path) -> dict[str, Any]:
-    """Run ``code`` in a fresh interpreter; its JSON line, with the CPU the whole machine used meanwhile."""
+    """Run ``code`` in a fresh interpreter; its JSON line, with its CPU and what the rest of the machine used."""
     script = cwd / "phase.py"
-    script.write_text(code)
-    busy = _busy_jiffies()
+    script.write_text(_MARKS + code)  # every run marks its phases
+    busy, own = _busy_jiffies(), _own_cpu()
     t = time.perf_counter()
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False, cwd=str(HERE))
     if out.returncode:
         sys.exit(f"{script} failed:\n{out.stderr[-3000:]}")
     wall = time.perf_counter() - t
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    result["machine_cpu_s"] = (_busy_jiffies() - busy) / 100
+    result["cpu_s"] = _own_cpu() - own
+    result["others_cpu_s"] = max(0.0, (_busy_jiffies() - busy) / 100 - result["cpu_s"])
     result["wall_s"] = wall
     return result
 
@@ -82,17 +141,95 @@ def _same_rows(one: Path, run_one: str, two: Path, run_two: str) -> bool:
 
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{one}' AS a (READ_ONLY)")
-        con.execute(f"ATTACH '{two}' AS b (READ_ONLY)")
-        for table in ("claim_results", "case_results"):
-            a = f"SELECT * EXCLUDE (run_id) FROM a.{table} WHERE run_id = '{run_one}'"
-            b = f"SELECT * EXCLUDE (run_id) FROM b.{table} WHERE run_id = '{run_two}'"
+        con.execute("ATTACH $p AS a (READ_ONLY)", {"p": str(one)})
+        con.execute("ATTACH $p AS b (READ_ONLY)", {"p": str(two)})
+        for table in ("claim_results", "case_results"):  # names from this list, never user input
+            a = f"SELECT * EXCLUDE (run_id) FROM a.{table} WHERE run_id = $a"
+            b = f"SELECT * EXCLUDE (run_id) FROM b.{table} WHERE run_id = $b"
             for q in (f"{a} EXCEPT ALL {b}", f"{b} EXCEPT ALL {a}"):
-                if con.execute(f"SELECT count(*) FROM ({q})").fetchall()[0][0]:
+                if con.execute(f"SELECT count(*) FROM ({q})", {"a": run_one, "b": run_two}).fetchall()[0][0]:
                     return False
         return True
     finally:
         con.close()
+
+
+def _traces(workdir: Path | None, n: int, per_file: int) -> tuple[Path, Path, int, Path | None]:
+    """The gold file, the traces folder and its bytes: written once into ``workdir`` and reused."""
+    sys.path.insert(0, str(HERE))
+    import synth
+
+    own = None
+    if workdir is None:
+        own = Path(tempfile.mkdtemp(prefix="citeline-scaleout-"))
+        workdir = own
+    root = workdir / f"n{n}-per{per_file}"
+    made = root / "made.json"
+    if made.exists():
+        return root / "gold.yaml", root / "traces", int(json.loads(made.read_text())["bytes"]), own
+    shutil.rmtree(root, ignore_errors=True)  # a write cut short: start again
+    root.mkdir(parents=True)
+    t = time.perf_counter()
+    synth.gold(root / "gold.yaml")
+    size = synth.write_traces(root / "traces", n, per_file=per_file, distinct=True)
+    made.write_text(json.dumps({"n": n, "per_file": per_file, "bytes": size}))
+    print(f"wrote the traces in {time.perf_counter() - t:.0f} s into {root}")
+    return root / "gold.yaml", root / "traces", size, own
+
+
+def _task_sums(engine: dict[str, Any]) -> dict[str, float]:
+    s = engine["seconds"]
+    return {
+        "map": sum(m["ingest"] + m["cut"] for m in s["map"]),
+        "ingest": sum(m["ingest"] for m in s["map"]),
+        "cut": sum(m["cut"] for m in s["map"]),
+        "load": sum(r["load"] for r in s["reduce"]),
+        "analyze": sum(r["analyze"] for r in s["reduce"]),
+        "hand_back": sum(r["rows"] for r in s["reduce"]),
+        "reduce": sum(r["load"] + r["analyze"] + r["rows"] for r in s["reduce"]),
+        "store_ingest": float(s.get("store_ingest", 0.0)),  # each map task's file_traces and files
+        "store_spans": float(s["store_spans"]),
+        "store_rows": float(s["store_rows"]),
+        "map_tasks": float(len(s["map"])),
+        "map_cpu": sum(m.get("cpu", 0.0) for m in s["map"]),
+        "reduce_cpu": sum(r.get("cpu", 0.0) for r in s["reduce"]),
+    }
+
+
+def _projection(sums: dict[str, float], finish: float, n: int, size: int, scale_to: int) -> list[str]:
+    """time(W) = map / min(W, map tasks) + reduce / W + driver, at the measured size and at ``scale_to`` traces."""
+    lines = []
+    for traces in (n, scale_to):
+        k = traces / n
+        maps = max(sums["map_tasks"], math.ceil(size * k / MAP_BYTES))
+        driver = (sums["store_ingest"] + sums["store_spans"] + sums["store_rows"] + finish) * k
+        mapped, reduced = sums["map"] * k, sums["reduce"] * k
+        one = mapped + reduced + driver
+        lines.append(f"projection for {traces:,} traces ({maps:.0f} map tasks; driver serial {driver:.1f} s):")
+        lines.append("| workers | map s | reduce s | driver s | total s | traces/s | efficiency | bottleneck |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---|")
+        for w in (1, 2, 8, 32, 128):
+            m, r = mapped / min(w, maps), reduced / w
+            total = m + r + driver
+            parts = {"map (too few map tasks)" if w > maps else "map": m, "reduce": r, "driver's storing": driver}
+            worst = max(parts, key=lambda p: parts[p])
+            eff = one / (w * total)
+            lines.append(f"| {w} | {m:.1f} | {r:.1f} | {driver:.1f} | {total:.1f} | {traces / total:,.0f} | "
+                         f"{eff:.2f} | {worst if eff < 0.8 else '-'} |")  # fmt: skip
+    return lines
+
+
+def _gold_parse_seconds(gold: Path) -> float:
+    """What reading the gold set costs once: each partition's ``analyze`` reads it again."""
+    from citeline.analyzer._gold import load_gold
+
+    t = time.perf_counter()
+    load_gold(gold)
+    return time.perf_counter() - t
+
+
+def _verdict(got: float, target: float) -> str:
+    return f"{got:.2f}x (target >= {target}x: {'met' if got >= target else 'NOT met'})"
 
 
 def main() -> None:
@@ -100,38 +237,96 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--per-file", type=int, default=5_000)
     ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--workdir", type=Path, help="where the traces are written once and reused")
+    ap.add_argument("--scale-to", type=int, default=20_000_000, help="traces of the second projection (a night)")
     args = ap.parse_args()
-    sys.path.insert(0, str(HERE))
-    import synth
-
-    with tempfile.TemporaryDirectory(prefix="citeline-scaleout-", dir=args.workdir) as tmp:
-        root = Path(tmp)
-        gold, traces = root / "gold.yaml", root / "traces"
-        synth.gold(gold)
-        size = synth.write_traces(traces, args.n, per_file=args.per_file, distinct=True)
-        print(f"{args.n:,} distinct-answer traces, {size / 1e6:,.0f} MB in {-(-args.n // args.per_file)} files")
+    gold, traces, size, own = _traces(args.workdir, args.n, args.per_file)
+    root = Path(tempfile.mkdtemp(prefix="citeline-scaleout-stores-", dir=args.workdir))
+    try:
+        print(f"{args.n:,} distinct-answer traces, {size / 1e6:,.0f} MB in {-(-args.n // args.per_file)} files; "
+              f"{os.cpu_count()} cores")  # fmt: skip
+        runs: list[tuple[str, dict[str, Any], bool | None]] = []
         one = _timed(_ONE.format(db=str(root / "one.duckdb"), gold=str(gold), traces=str(traces)), root)
-        rows = [("one process (its pool on every core)", one, None)]
+        runs.append(("one process (its pool on every core)", one, None))
+        core = _timed(_ONE_CORE.format(db=str(root / "core.duckdb"), gold=str(gold), traces=str(traces)), root)
+        runs.append(("one core (no pool, 1 DuckDB thread)", core,
+                     _same_rows(root / "one.duckdb", one["run_id"], root / "core.duckdb", core["run_id"])))  # fmt: skip
+        dask: dict[int, dict[str, Any]] = {}
         for workers in (1, 2):
             db = root / f"dask{workers}.duckdb"
             code = _DASK.format(workers=workers, db=str(db), gold=str(gold), traces=str(traces),
                                 partitions=args.partitions)  # fmt: skip
-            got = _timed(code, root)
-            same = got["summary"] == one["summary"] and _same_rows(
-                root / "one.duckdb", one["run_id"], db, got["run_id"]
-            )
-            rows.append((f"LocalCluster, {workers} one-thread worker(s)", got, same))
-        print("| run | seconds | traces/s | cluster start s | machine CPU s | same rows |")
-        print("|---|---:|---:|---:|---:|---|")
-        for name, r, same in rows:
-            start = f"{r['cluster_start']:.1f}" if "cluster_start" in r else "-"
-            print(f"| {name} | {r['seconds']:.1f} | {args.n / r['seconds']:,.0f} | {start} | "
-                  f"{r['machine_cpu_s']:.0f} | {'-' if same is None else ('yes' if same else 'NO')} |")  # fmt: skip
-        for name, r, _same in rows[1:]:
-            print(f"{name}: seconds per driver phase {r['phases']} (reading: map tasks and storing their spans; "
-                  "classifying: the partitions still running after that; storing: the run's tables)")  # fmt: skip
-            print(json.dumps(r["engine"]))
+            got = dask[workers] = _timed(code, root)
+            same = got["summary"] == one["summary"] and _same_rows(root / "one.duckdb", one["run_id"], db,
+                                                                   got["run_id"])  # fmt: skip
+            runs.append((f"LocalCluster, {workers} one-thread worker(s)", got, same))
+        args.gold = gold
+        _report(args, size, runs, one, core, dask)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
+
+
+def _report(
+    args: argparse.Namespace,
+    size: int,
+    runs: list[tuple[str, dict[str, Any], bool | None]],
+    one: dict[str, Any],
+    core: dict[str, Any],
+    dask: dict[int, dict[str, Any]],
+) -> None:
+    n = args.n
+    print("| run | seconds | traces/s | cluster start s | its CPU s | others' CPU s | same rows |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for name, r, same in runs:
+        start = f"{r['cluster_start']:.1f}" if "cluster_start" in r else "-"
+        print(f"| {name} | {r['seconds']:.1f} | {n / r['seconds']:,.0f} | {start} | {r['cpu_s']:.0f} | "
+              f"{r['others_cpu_s']:.0f} | {'-' if same is None else ('yes' if same else 'NO')} |")  # fmt: skip
+    for name, r, _same in runs:
+        print(f"{name}: driver's phases, s: {r['phases']}")
+    sums = {w: _task_sums(d["engine"]) for w, d in dask.items()}
+    print("| cluster | map tasks | ingest s | cut s | reduce load s | analyze s | hand back s | "
+          "driver: files s | driver: spans s | driver: rows s | storing the run s |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w, s in sums.items():
+        finish = dask[w]["phases"].get("storing the run", 0.0)
+        print(f"| {w} worker(s) | {s['map_tasks']:.0f} | {s['ingest']:.1f} | {s['cut']:.1f} | {s['load']:.1f} | "
+              f"{s['analyze']:.1f} | {s['hand_back']:.1f} | {s['store_ingest']:.1f} | {s['store_spans']:.1f} | "
+              f"{s['store_rows']:.1f} | "
+              f"{finish:.1f} |")  # fmt: skip
+    s1 = sums[1]
+    core_classify = core["seconds"] - core["ingest"]
+    print(f"one core: ingest {core['ingest']:.1f} s, the rest (classification and storing) {core_classify:.1f} s")
+    per_bucket = n / s1["reduce"]
+    print(f"per-bucket throughput of a one-core worker: {per_bucket:,.0f} traces/s (reduce tasks' own seconds) vs "
+          f"{n / core_classify:,.0f} for the one-core process after ingest: "
+          f"{_verdict(per_bucket / (n / core_classify), 0.8)}")  # fmt: skip
+    if s1["reduce_cpu"]:  # CPU seconds: what a busy machine's other processes move least
+        cpu_bucket, cpu_core = n / s1["reduce_cpu"], n / core["cpu_after_ingest"]
+        print(f"the same in CPU seconds: reduce tasks {s1['reduce_cpu']:.1f} s ({cpu_bucket:,.0f} traces/s) vs the "
+              f"one-core process after ingest {core['cpu_after_ingest']:.1f} s ({cpu_core:,.0f} traces/s): "
+              f"{_verdict(cpu_bucket / cpu_core, 0.8)}; map tasks {s1['map_cpu']:.1f} s")  # fmt: skip
+    best = one["seconds"] / (dask[2]["cpu_s"] / 2)  # two idle cores run the 2-worker run's CPU in half its sum
+    print(f"CPU seconds of the whole run: one process {one['cpu_s']:.0f}, 2 workers {dask[2]['cpu_s']:.0f}: on two "
+          f"idle cores the 2-worker run could be at best {best:.2f}x the one-process run measured here")  # fmt: skip
+    whole = n / (s1["map"] + s1["reduce"])
+    print(f"a one-core worker's whole share (map + reduce tasks): {whole:,.0f} traces/s vs {n / core['seconds']:,.0f} "
+          f"for the whole one-core run: {whole / (n / core['seconds']):.2f}x")  # fmt: skip
+    print(f"2 workers vs one process on these cores: {_verdict(one['seconds'] / dask[2]['seconds'], 0.9)}")
+    print(
+        f"map/shuffle cost (1 worker): map tasks {s1['map']:.1f} s (ingest {s1['ingest']:.1f}, cutting and "
+        f"writing pieces {s1['cut']:.1f}), reduce tasks loading pieces {s1['load']:.1f} s; the driver storing "
+        f"files {s1['store_ingest']:.1f} s, spans {s1['store_spans']:.1f} s and rows {s1['store_rows']:.1f} s"
+    )
+    parse = _gold_parse_seconds(args.gold)
+    print(f"of the reduce tasks' {s1['analyze']:.1f} s in analyze, about {parse * args.partitions:.1f} s is reading "
+          f"the gold set again in each of the {args.partitions} partitions ({parse:.2f} s each, here)")  # fmt: skip
+    finish = dask[1]["phases"].get("storing the run", 0.0)
+    for line in _projection(s1, finish, n, size, args.scale_to):
+        print(line)
+    for w, d in dask.items():
+        print(f"{w} worker(s): {json.dumps({k: v for k, v in d['engine'].items() if k != 'seconds'})}")
 
 
 if __name__ == "__main__":
