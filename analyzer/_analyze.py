@@ -50,10 +50,16 @@ class InputError(Exception):
     """The run cannot start on this input (no trace files, an unreadable gold set); nothing is stored."""
 
 
-def _load_evidence(gold: str | Path | None, corpus: str | Path | None) -> tuple[GoldSet, str]:
-    """The gold set a run reads (cases and corpus), from --gold, --corpus or both; and its source's name."""
+def _load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> tuple[GoldSet, str]:
+    """The gold set a run reads (cases and corpus), from --gold, --corpus or both; and its source's name.
+    A gold set already loaded (a partitioned run's worker reads it once for all its partitions) is used
+    as it is."""
     if gold is None and corpus is None:
         raise InputError("give a gold set (--gold FILE) or a corpus (--corpus FILE), or both")
+    if isinstance(gold, GoldSet):
+        if corpus is not None:
+            raise InputError("a loaded gold set takes no corpus file: merge it when it is loaded")
+        return gold, gold.source
     gold_set = load_gold(gold) if gold is not None else GoldSet(source="")
     if gold is not None and gold_set.unreadable is not None:
         raise InputError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
@@ -81,7 +87,7 @@ def _check_traces(traces: Sequence[str | Path] | None) -> None:
 def analyze(
     db: str | Path = DEFAULT_DB,
     *,
-    gold: str | Path | None = None,
+    gold: str | Path | GoldSet | None = None,
     corpus: str | Path | None = None,
     traces: Sequence[str | Path] | None = None,
     judge: str | Judge = "rules",
@@ -171,7 +177,7 @@ def analyze(
             judge=judges.ident(support_judge),
             skipped=report.skipped + len(errors),
             traces_read=scope.traces,
-            gold_hash="+".join(gold_hash(p) for p in (gold, corpus) if p is not None),
+            gold_hash="+".join(gold_hash(p) for p in (gold, corpus) if p is not None and not isinstance(p, GoldSet)),
         )
         unmatched = storing.unmatched_count(con, run_id)
         result = AnalysisResult(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ import duckdb
 
 from . import _workers, judges
 from ._analyze import analyze
+from ._gold import GoldSet, load_gold
 from ._ingest import ingest
 from ._store import connect, register_frame
 from .judges import Judge
@@ -34,7 +36,9 @@ MAP_EVENTS, REDUCE_EVENTS = "citeline-map", "citeline-partition"
 
 @dataclass
 class Context:
-    """What every partition needs, shipped once to each worker (``Client.scatter(broadcast=True)``)."""
+    """What every partition needs: sent as one task's result (:func:`context`), which each worker running
+    a partition fetches once and keeps for the run (a task's result is made again if its worker is lost;
+    scattered data would be lost with it)."""
 
     gold: dict[str, bytes]  # file name -> bytes; a folder's files, or the one gold file
     gold_is_dir: bool
@@ -58,16 +62,30 @@ def context(ctx: Context) -> Context:
     return ctx
 
 
-#: per worker process: each gold set (and labels) laid out on disk once, each judge named by options built once;
-#: the same gold set in the next run on a long-lived cluster finds its folder again
-_FILES: dict[str, tuple[Path, Path | None]] = {}
+#: per worker process: each gold set read once (and its labels laid out on disk once), each judge named by
+#: options built once; the same gold set in the next run on a long-lived cluster is found again
+_FILES: dict[str, tuple[GoldSet, Path | None]] = {}
 _JUDGES: dict[str, Judge] = {}
 
 
-def _laid_out(ctx: Context) -> tuple[Path, Path | None, Judge]:
+def _scratch() -> Path:
+    """A folder of this worker's own: inside its Dask local directory, which the worker removes when it
+    closes (a plain temporary folder outside a worker, e.g. a task called directly)."""
+    try:
+        from distributed import get_worker
+
+        base = Path(get_worker().local_directory)
+    except (ImportError, ValueError):
+        base = Path(tempfile.gettempdir())
+    return Path(tempfile.mkdtemp(prefix="citeline-partition-", dir=base))
+
+
+def _laid_out(ctx: Context) -> tuple[GoldSet, Path | None, Judge]:
+    """The run's gold set read (once per worker: a large YAML gold set takes seconds to parse), its labels
+    file on disk, and its judge."""
     key = ctx.digest()
     if key not in _FILES:
-        root = Path(tempfile.mkdtemp(prefix="citeline-partition-"))
+        root = _scratch()
         gold = root / "gold"
         if ctx.gold_is_dir:
             gold.mkdir()
@@ -81,7 +99,12 @@ def _laid_out(ctx: Context) -> tuple[Path, Path | None, Judge]:
         if ctx.labels is not None:
             labels = root / ctx.labels[0]
             labels.write_bytes(ctx.labels[1])
-        _FILES[key] = (gold, labels)
+        loaded = load_gold(gold)
+        if ctx.gold_is_dir:  # read: only the labels file stays on disk
+            shutil.rmtree(gold, ignore_errors=True)
+        else:
+            gold.unlink()
+        _FILES[key] = (loaded, labels)
     if not isinstance(ctx.judge, tuple):  # an instance travels with the context
         return (*_FILES[key], ctx.judge)
     named = repr((ctx.judge[0], sorted(ctx.judge[1].items())))
