@@ -176,15 +176,13 @@ def _counter(name: str, done: int, total: int) -> None:
 
 def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -> Any:
     """``analyze --engine dask``: the same run as partitions of whole traces on a Dask cluster."""
-    from ._analyze import DEFAULT_ABSTAIN_PHRASES, InputError
+    from ._analyze import DEFAULT_ABSTAIN_PHRASES
     from ._partitioned import analyze_partitioned
-
-    if args.corpus is not None:
-        raise InputError("--engine dask reads a gold set (--gold FILE); a partitioned --corpus run is not built yet")
 
     return analyze_partitioned(
         args.db,
         gold=args.gold,
+        corpus=args.corpus,
         traces=args.traces or [],
         judge=args.judge,
         judge_options=_judge_options(args) or {},

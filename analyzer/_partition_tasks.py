@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ import duckdb
 
 from . import _workers, judges
 from ._analyze import analyze
-from ._gold import GoldSet, load_gold
+from ._gold import GoldSet
 from ._ingest import ingest
 from ._store import connect, register_frame
 from .judges import Judge
@@ -40,18 +39,16 @@ class Context:
     a partition fetches once and keeps for the run (a task's result is made again if its worker is lost;
     scattered data would be lost with it)."""
 
-    gold: dict[str, bytes]  # file name -> bytes; a folder's files, or the one gold file
-    gold_is_dir: bool
+    gold: GoldSet  # as the driver read it (--gold, --corpus or both): no worker parses YAML
+    gold_key: str  # the gold and corpus files' content hash (what the driver read)
     labels: tuple[str, bytes] | None
     judge: Judge | tuple[str, dict[str, Any]]  # an instance, or a name and options loaded on the worker
     judgments: bytes  # the store's cached judgments of this judge, as Parquet
     settings: dict[str, Any] = field(default_factory=dict)  # abstain_phrases, answer_keys, attach, exempt
 
     def digest(self) -> str:
-        """The gold files and labels, names and bytes: what is laid out on a worker's disk."""
-        h = hashlib.sha256(b"dir" if self.gold_is_dir else b"file")
-        for name, data in sorted(self.gold.items()):
-            h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+        """The gold and corpus files' hash and the labels, name and bytes: what a worker keeps per run."""
+        h = hashlib.sha256(b"gold\0" + self.gold_key.encode())
         if self.labels:
             h.update(b"labels\0" + self.labels[0].encode() + b"\0" + hashlib.sha256(self.labels[1]).digest())
         return h.hexdigest()
@@ -62,9 +59,9 @@ def context(ctx: Context) -> Context:
     return ctx
 
 
-#: per worker process: each gold set read once (and its labels laid out on disk once), each judge named by
-#: options built once; the same gold set in the next run on a long-lived cluster is found again
-_FILES: dict[str, tuple[GoldSet, Path | None]] = {}
+#: per worker process: each labels file laid out on disk once, each judge named by options built once; the
+#: same labels in the next run on a long-lived cluster are found again
+_FILES: dict[str, Path | None] = {}
 _JUDGES: dict[str, Judge] = {}
 
 
@@ -81,36 +78,20 @@ def _scratch() -> Path:
 
 
 def _laid_out(ctx: Context) -> tuple[GoldSet, Path | None, Judge]:
-    """The run's gold set read (once per worker: a large YAML gold set takes seconds to parse), its labels
-    file on disk, and its judge."""
+    """The run's gold set (read by the driver, once), its labels file on this worker's disk, its judge."""
     key = ctx.digest()
     if key not in _FILES:
-        root = _scratch()
-        gold = root / "gold"
-        if ctx.gold_is_dir:
-            gold.mkdir()
-            for name, data in ctx.gold.items():
-                (gold / name).write_bytes(data)
-        else:
-            [(name, data)] = ctx.gold.items()
-            gold = root / name
-            gold.write_bytes(data)
         labels = None
         if ctx.labels is not None:
-            labels = root / ctx.labels[0]
+            labels = _scratch() / ctx.labels[0]
             labels.write_bytes(ctx.labels[1])
-        loaded = load_gold(gold)
-        if ctx.gold_is_dir:  # read: only the labels file stays on disk
-            shutil.rmtree(gold, ignore_errors=True)
-        else:
-            gold.unlink()
-        _FILES[key] = (loaded, labels)
+        _FILES[key] = labels
     if not isinstance(ctx.judge, tuple):  # an instance travels with the context
-        return (*_FILES[key], ctx.judge)
+        return ctx.gold, _FILES[key], ctx.judge
     named = repr((ctx.judge[0], sorted(ctx.judge[1].items())))
     if named not in _JUDGES:
         _JUDGES[named] = judges.load(ctx.judge[0], **ctx.judge[1])
-    return (*_FILES[key], _JUDGES[named])
+    return ctx.gold, _FILES[key], _JUDGES[named]
 
 
 def _event(topic: str, msg: dict[str, Any]) -> None:

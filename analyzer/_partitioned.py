@@ -41,6 +41,7 @@ from . import _splitting as splitting
 from . import _storing as storing
 from . import _structured as structured
 from ._analyze import DEFAULT_ABSTAIN_PHRASES, InputError, _check_traces, _load_evidence, gold_hash, usage
+from ._gold import GoldSet
 from ._ingest import PATTERNS, IngestReport, Problem, trace_files
 from ._judging import human_table
 from ._policy import attach_policy, exempt_kinds
@@ -112,16 +113,13 @@ def _map_groups(files: list[tuple[str, int]], tasks: int) -> list[list[int]]:
 
 def _context(
     con: duckdb.DuckDBPyConnection,
-    gold: str | Path,
+    gold_set: GoldSet,
+    gold_key: str,
     labels: str | Path | None,
     judge: str | Judge,
     judge_options: Mapping[str, Any] | None,
     settings: dict[str, Any],
 ) -> tuple[work.Context, Judge]:
-    g = Path(gold)
-    files = (
-        {f.name: f.read_bytes() for f in sorted(g.iterdir()) if f.is_file()} if g.is_dir() else {g.name: g.read_bytes()}
-    )
     local = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
     shipped: Judge | tuple[str, dict[str, Any]] = (
         (judge, dict(judge_options or {})) if isinstance(judge, str) else judge
@@ -130,13 +128,14 @@ def _context(
         "SELECT * FROM judgments WHERE judge = $j AND version = $v", params={"j": local.name, "v": local.version}
     ).to_arrow_table()
     label_file = (Path(labels).name, Path(labels).read_bytes()) if labels else None
-    return work.Context(files, g.is_dir(), label_file, shipped, work.parquet(cached), settings), local
+    return work.Context(gold_set, gold_key, label_file, shipped, work.parquet(cached), settings), local
 
 
 def analyze_partitioned(
     db: str | Path = DEFAULT_DB,
     *,
-    gold: str | Path,
+    gold: str | Path | None = None,
+    corpus: str | Path | None = None,
     traces: Sequence[str | Path],
     judge: str | Judge = "rules",
     judge_options: Mapping[str, Any] | None = None,
@@ -169,7 +168,8 @@ def analyze_partitioned(
     structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
     if not traces:
         raise InputError("--engine dask reads trace files: give --traces (a run over the store is one process)")
-    gold_set, _source = _load_evidence(gold, None)
+    gold_set, gold_source = _load_evidence(gold, corpus)  # read here once; the workers get it as read
+    gold_key = "+".join(gold_hash(p) for p in (gold, corpus) if p is not None)
     _check_traces(traces)
     files, listing_problems = _inputs(traces)
     if all(_lake.is_url(t) for t in traces) and not files:
@@ -193,11 +193,11 @@ def analyze_partitioned(
         tasks = max(1, min(len(files), map_tasks or max(threads, -(-total // MAP_BYTES))))
         settings = {"abstain_phrases": list(abstain_phrases), "answer_keys": answer_keys, "attach": attach,
                     "exempt": exempt}  # fmt: skip
-        ctx, local_judge = _context(con, gold, labels, judge, judge_options, settings)
+        ctx, local_judge = _context(con, gold_set, gold_key, labels, judge, judge_options, settings)
         run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        return _run(client, con, files, listing_problems, tasks, parts, ctx, local_judge, gold_set, gold, labels,
-                    db, run_id, started, scheduler, phase, tick)  # fmt: skip
+        return _run(client, con, files, listing_problems, tasks, parts, ctx, local_judge, gold_set,
+                    (gold_source, gold_key), labels, db, run_id, started, scheduler, phase, tick)  # fmt: skip
     finally:
         con.close()
         if own:
@@ -214,7 +214,7 @@ def _run(
     ctx: work.Context,
     local_judge: Judge,
     gold_set: Any,
-    gold: str | Path,
+    source: tuple[str, str],  # the gold set's name as runs records it, and its files' hash
     labels: str | Path | None,
     db: str | Path,
     run_id: str,
@@ -301,7 +301,7 @@ def _run(
     phase("storing the run")
     attempts = _attempts(client, prefix)
     result = _finish(con, run_id, started, report, outs, failed, parts, len(groups), attempts, local_judge, gold_set,
-                     gold, labels, db, scheduler, workers)  # fmt: skip
+                     source, labels, db, scheduler, workers)  # fmt: skip
     result.engine["seconds"] = seconds  # each task's own timings and the driver's storing: bench/scaleout.py
     return result
 
@@ -398,7 +398,7 @@ def _finish(
     attempts: dict[str, dict[int, int]],
     judge: Judge,
     gold_set: Any,
-    gold: str | Path,
+    source: tuple[str, str],
     labels: str | Path | None,
     db: str | Path,
     scheduler: str | None,
@@ -447,8 +447,8 @@ def _finish(
     ident = judges.ident(judge)
     # a gold case is missing when no partition's trace answered it: counted once over them all
     counts = storing.store_run(con, run_id, started, problems=report.problems, errors=errors + gold_set.warnings,
-                               gold_source=str(gold), judge=ident, skipped=report.skipped + len(errors),
-                               traces_read=traces_read, gold_hash=gold_hash(gold))  # fmt: skip
+                               gold_source=source[0], judge=ident, skipped=report.skipped + len(errors),
+                               traces_read=traces_read, gold_hash=source[1])  # fmt: skip
     unmatched = storing.unmatched_count(con, run_id)
     result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
     result.warnings = [str(w) for w in gold_set.warnings]

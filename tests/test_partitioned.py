@@ -227,6 +227,32 @@ def test_traces_no_case_joins_are_judged_on_the_corpus_as_in_one_run(client: Any
         con.close()
 
 
+def test_a_corpus_run_partitioned_is_the_single_run(client: Any, tmp_path: Path) -> None:
+    """--corpus with and without --gold: the driver reads both once and every worker gets them as read, so
+    every trace no case joins is judged on the corpus basis in its partition as in one process."""
+    import yaml
+
+    chosen = [s for s in SCENARIOS if not s.name.endswith("~fixed")][:8]
+    _, _ = run_and_analyze(tmp_path / "app", chosen)
+    traces = tmp_path / "app" / "traces"
+    one, two = tmp_path / "single.duckdb", tmp_path / "partitioned.duckdb"
+    single = analyze(one, corpus=gold_path(), traces=[traces])
+    part = analyze_partitioned(two, corpus=gold_path(), traces=[traces], client=client, partitions=3)
+    assert single.coverage["corpus"] == len(chosen)  # no case: every trace on the corpus basis
+    assert_same_run(single, one, part, two)
+    data = yaml.safe_load(gold_path().read_text(encoding="utf-8"))
+    data["cases"] = [c for c in data["cases"] if c["case_id"] not in sorted({s.case_id for s in chosen})[:3]]
+    gold = tmp_path / "fewer.yaml"
+    gold.write_text(yaml.safe_dump(data), encoding="utf-8")
+    one, two = tmp_path / "single2.duckdb", tmp_path / "partitioned2.duckdb"
+    single = analyze(one, gold=gold, corpus=gold_path(), traces=[traces])
+    part = analyze_partitioned(two, gold=gold, corpus=gold_path(), traces=[traces], client=client, partitions=4)
+    assert 0 < single.coverage["corpus"] < len(chosen)
+    assert_same_run(single, one, part, two)
+    runs = [_rows(db, "runs", r.run_id) for db, r in ((one, single), (two, part))]
+    assert runs[0][0][2] == runs[1][0][2] == f"{gold}; corpus:{gold_path()}"  # gold_source, as one run names it
+
+
 def test_a_collector_split_trace_lands_whole_in_one_partition(
     client: Any, demo_lines: list[bytes], tmp_path: Path
 ) -> None:
