@@ -50,7 +50,7 @@ class InputError(Exception):
     """The run cannot start on this input (no trace files, an unreadable gold set); nothing is stored."""
 
 
-def _load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> tuple[GoldSet, str]:
+def load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> tuple[GoldSet, str]:
     """The gold set a run reads (cases and corpus), from --gold, --corpus or both; and its source's name.
     A gold set already loaded (a partitioned run's worker reads it once for all its partitions) is used
     as it is."""
@@ -72,7 +72,28 @@ def _load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None)
     return gold_set, source + (("; " if source else "") + f"corpus:{corpus}" if corpus is not None else "")
 
 
-def _check_traces(traces: Sequence[str | Path] | None) -> None:
+def run_settings(
+    attach: str | None, exempt: Collection[str] | None, answer_keys: Mapping[str, str] | None
+) -> tuple[str | None, Collection[str] | None, Mapping[str, tuple[str, ...]]]:
+    """The run's attachment policy, exempt kinds and answer keys, checked before anything runs (a wrong one
+    raises, naming the option)."""
+    if attach is not None:
+        attach = attach_policy(attach, "attach")
+    if exempt is not None:
+        exempt = exempt_kinds(exempt if isinstance(exempt, str) else list(exempt), "exempt")
+    return attach, exempt, structured.keys_for(answer_keys)
+
+
+def nothing_readable(problems: Sequence[object]) -> InputError:
+    """The error for --traces in object storage of which nothing could be read, naming the first problems."""
+    return InputError(
+        "--traces: nothing readable in object storage: "
+        + "; ".join(str(p) for p in problems[:5])
+        + " (credentials come from the environment or profile: AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)"
+    )
+
+
+def check_traces(traces: Sequence[str | Path] | None) -> None:
     for p in map(Path, (t for t in traces or () if not is_url(t))):  # object storage: listed when read
         if not p.exists():
             raise InputError(f"--traces {p}: no such file or folder; give the folder your app writes traces to")
@@ -117,14 +138,10 @@ def analyze(
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
     holds no trace file, the gold set or the corpus cannot be read at all, or neither is given.
     """
-    if attach is not None:
-        attach = attach_policy(attach, "attach")
-    if exempt is not None:
-        exempt = exempt_kinds(exempt if isinstance(exempt, str) else list(exempt), "exempt")
+    attach, exempt, keys = run_settings(attach, exempt, answer_keys)
     support_judge = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
-    keys = structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
-    gold_set, gold_source = _load_evidence(gold, corpus)
-    _check_traces(traces)
+    gold_set, gold_source = load_evidence(gold, corpus)
+    check_traces(traces)
     phrases = [*abstain_phrases, *gold_set.abstain_phrases]  # the gold file may add its own
     split_settings = {"attach": attach, "exempt": exempt, "file_attach": gold_set.attach,
                       "file_exempt": gold_set.exempt}  # fmt: skip
@@ -138,11 +155,7 @@ def analyze(
         # ingest: the trace files' spans into the store
         report = ingest(con, traces, progress=progress) if traces else IngestReport()
         if traces and all(is_url(t) for t in traces) and not report.paths:
-            raise InputError(
-                "--traces: nothing readable in object storage: "
-                + "; ".join(str(p) for p in report.problems[:5])
-                + " (credentials come from the environment or profile: AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)"
-            )
+            raise nothing_readable(report.problems)
         label_errors = human_table(con, labels)
         scope = joining.begin(con, gold_set, report.paths if traces else None)
         pool = _workers.start(PRELOAD) if scope.distinct_answers >= splitting.PARALLEL_ANSWERS else None
@@ -177,7 +190,7 @@ def analyze(
             judge=judges.ident(support_judge),
             skipped=report.skipped + len(errors),
             traces_read=scope.traces,
-            gold_hash="+".join(gold_hash(p) for p in (gold, corpus) if p is not None and not isinstance(p, GoldSet)),
+            gold_hash=evidence_hash(gold, corpus),
         )
         unmatched = storing.unmatched_count(con, run_id)
         result = AnalysisResult(
@@ -197,6 +210,12 @@ def analyze(
         _workers.stop()
         if own:
             con.close()
+
+
+def evidence_hash(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> str:
+    """What the run was judged against, as the runs row records it: the gold and corpus files' hashes
+    ("+" between them); a gold set handed in already read adds none (its files were hashed by who read it)."""
+    return "+".join(gold_hash(p) for p in (gold, corpus) if p is not None and not isinstance(p, GoldSet))
 
 
 def gold_hash(path: str | Path) -> str:

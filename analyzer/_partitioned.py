@@ -39,12 +39,19 @@ from . import _lake, judges
 from . import _partition_tasks as work
 from . import _splitting as splitting
 from . import _storing as storing
-from . import _structured as structured
-from ._analyze import DEFAULT_ABSTAIN_PHRASES, InputError, _check_traces, _load_evidence, gold_hash, usage
+from ._analyze import (
+    DEFAULT_ABSTAIN_PHRASES,
+    InputError,
+    check_traces,
+    evidence_hash,
+    load_evidence,
+    nothing_readable,
+    run_settings,
+    usage,
+)
 from ._gold import GoldSet
 from ._ingest import PATTERNS, IngestReport, Problem, trace_files
 from ._judging import human_table
-from ._policy import attach_policy, exempt_kinds
 from ._result import AnalysisResult
 from ._store import DEFAULT_DB, connect
 from .judges import Judge
@@ -161,23 +168,15 @@ def analyze_partitioned(
 
     Raises :class:`InputError` as ``analyze`` does, and :class:`EngineError` when no cluster can be had.
     """
-    if attach is not None:
-        attach = attach_policy(attach, "attach")
-    if exempt is not None:
-        exempt = exempt_kinds(exempt if isinstance(exempt, str) else list(exempt), "exempt")
-    structured.keys_for(answer_keys)  # raises on a role citeline does not read, before anything runs
+    attach, exempt, _keys = run_settings(attach, exempt, answer_keys)  # a wrong one raises before anything runs
     if not traces:
         raise InputError("--engine dask reads trace files: give --traces (a run over the store is one process)")
-    gold_set, gold_source = _load_evidence(gold, corpus)  # read here once; the workers get it as read
-    gold_key = "+".join(gold_hash(p) for p in (gold, corpus) if p is not None)
-    _check_traces(traces)
+    gold_set, gold_source = load_evidence(gold, corpus)  # read here once; the workers get it as read
+    gold_key = evidence_hash(gold, corpus)
+    check_traces(traces)
     files, listing_problems = _inputs(traces)
     if all(_lake.is_url(t) for t in traces) and not files:
-        raise InputError(
-            "--traces: nothing readable in object storage: "
-            + "; ".join(str(p) for p in listing_problems[:5])
-            + " (credentials come from the environment or profile: AWS_ACCESS_KEY_ID, AWS_PROFILE, ...)"
-        )
+        raise nothing_readable(listing_problems)
     phase = on_phase or (lambda _name: None)
     tick = on_progress or (lambda _name, _done, _total: None)
     own = client is None
