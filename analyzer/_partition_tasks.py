@@ -24,7 +24,7 @@ from . import _workers, judges
 from ._analyze import analyze
 from ._gold import GoldSet
 from ._ingest import ingest
-from ._store import connect, register_frame
+from ._store import connect
 from .judges import Judge
 
 #: the rows a partition hands back, per table of the store (each keyed by the run id)
@@ -63,6 +63,17 @@ def context(ctx: Context) -> Context:
 #: same labels in the next run on a long-lived cluster are found again
 _FILES: dict[str, Path | None] = {}
 _JUDGES: dict[str, Judge] = {}
+#: per worker process: the judgments this run's earlier partitions here made (Arrow tables), so a
+#: (claim, evidence) pair two partitions meet is judged once per worker, not once per partition; only
+#: the newest run is kept
+_LEARNED: dict[str, list[Any]] = {}
+
+
+def _learned(run: str) -> list[Any]:
+    if run not in _LEARNED:
+        _LEARNED.clear()
+        _LEARNED[run] = []
+    return _LEARNED[run]
 
 
 def _scratch() -> Path:
@@ -201,8 +212,12 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
     con = connect(":memory:")
     try:
         _threads(con)
-        register_frame(con, "t_cached", arrow(ctx.judgments))
-        con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM t_cached")
+        learned = _learned(run)
+        for table in [arrow(ctx.judgments), *learned]:  # the store's, then this run's on this worker
+            con.register("_known", table)
+            con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _known")
+            con.unregister("_known")
+        con.execute("CREATE TEMP TABLE t_cached AS SELECT key FROM judgments")
         present = [p for p in pieces if p is not None]
         kept, back = first_readings(con, present)
         if kept is not None:
@@ -220,7 +235,8 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             ).to_arrow_table()
             for t in RESULT_TABLES  # names from this module, never user input
         }
-        new = con.sql("SELECT * FROM judgments WHERE key NOT IN (SELECT key FROM t_cached)").to_arrow_table()
+        new = con.sql("SELECT * FROM judgments ANTI JOIN t_cached USING (key)").to_arrow_table()
+        learned.append(new)
         out = {t: parquet(r) for t, r in rows.items()}
         judged = parquet(new)
         return {

@@ -60,6 +60,16 @@ from .judges import Judge
 MAP_BYTES = 256 * 1024 * 1024
 
 
+#: Dask settings a worker should run citeline's partitions with. Its sampling profiler (every 10 ms) and
+#: its event loop's tick (every 20 ms) each take the GIL from the task thread; a partition's text work
+#: holds it, and measured on a LocalCluster worker they cost it 35% (100k traces, 8 partitions: analyze
+#: 92.8 CPU-s with Dask's defaults, 78.5 with no profiler, 68.6 with no profiler and a 1 s tick, the
+#: same 68 as one plain process; docs/scale-out.md). A LocalCluster started here gets them; workers of
+#: a cluster of your own get them from the environment (DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False,
+#: DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s), as docker-compose.yml sets.
+WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+
 class EngineError(Exception):
     """The cluster cannot be reached or started (a wrong --scheduler, dask not installed)."""
 
@@ -80,12 +90,7 @@ def _client(scheduler: str | None, workers: int) -> tuple[Any, Callable[[], None
         except (OSError, TimeoutError) as exc:
             raise EngineError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from exc
         return client, client.close
-    import dask
-
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):  # a task lost twice with its worker fails
-        cluster = dist.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
-        )
+    cluster = local_cluster(workers)
     client = dist.Client(cluster)
 
     def close() -> None:
@@ -93,6 +98,19 @@ def _client(scheduler: str | None, workers: int) -> tuple[Any, Callable[[], None
         cluster.close()
 
     return client, close
+
+
+def local_cluster(workers: int) -> Any:
+    """A LocalCluster of ``workers`` one-thread processes on loopback, each run with :data:`WORKER_CONFIG`."""
+    import dask
+    import distributed
+
+    dist: Any = distributed
+    # a task lost twice with its worker fails; the workers' nannies take the config as it is here
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1, **WORKER_CONFIG}):
+        return dist.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+        )
 
 
 def _inputs(traces: Sequence[str | Path]) -> tuple[list[tuple[str, int]], list[Problem]]:

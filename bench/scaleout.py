@@ -90,11 +90,10 @@ if __name__ == "__main__":
 
 _DASK = """
 import distributed
-from citeline.analyzer._partitioned import analyze_partitioned
+from citeline.analyzer._partitioned import analyze_partitioned, local_cluster
 if __name__ == "__main__":
     t0 = time.perf_counter()
-    cluster = distributed.LocalCluster(n_workers={workers}, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address="127.0.0.1:0")
+    cluster = local_cluster({workers})  # as analyze --engine dask starts one (its worker settings)
     client = distributed.Client(cluster)
     start = time.perf_counter() - t0
     t = time.perf_counter()

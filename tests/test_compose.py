@@ -249,3 +249,14 @@ def test_nightly_with_the_compose_environment_runs_on_the_scheduler(
          "--fail-on", "access_violation>0"],
         ["annotate", "--db", db, "--phoenix", "http://phoenix:6006"],
     ]  # fmt: skip
+
+
+def test_dask_workers_run_with_the_worker_settings_citeline_uses() -> None:
+    """The compose workers' environment, read as Dask reads it, is WORKER_CONFIG: no profiler, a 1 s tick."""
+    import dask.config
+
+    from citeline.analyzer._partitioned import WORKER_CONFIG
+
+    env = {k: str(v) for k, v in _compose()["services"]["dask-worker"]["environment"].items()}
+    read = dask.config.collect_env(env)
+    assert {k: dask.config.get(k, config=read) for k in WORKER_CONFIG} == WORKER_CONFIG

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from bench import synth
 from citeline.analyzer._analyze import analyze
 from citeline.analyzer._cli import main
-from citeline.analyzer._partitioned import analyze_partitioned
+from citeline.analyzer._partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
 from citeline.analyzer._result import AnalysisResult
 from citeline.analyzer.judges import RulesJudge
 from citeline.examples.demo import SCENARIOS, gold_path
@@ -48,10 +48,9 @@ RUN_TABLES = ("unmatched_traces", "missing_cases", "run_skipped_text", "run_supp
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    """One LocalCluster for the module: two worker processes, one thread each, on loopback."""
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
-    )
+    """One LocalCluster for the module, as ``--engine dask`` starts one: two worker processes, one thread
+    each, on loopback, with the worker settings citeline runs partitions with."""
+    cluster = local_cluster(2)
     c = distributed.Client(cluster)
     try:
         yield c
@@ -267,6 +266,36 @@ def test_synthetic_traces_in_the_collectors_batches_across_files(client: Any, tm
     single, one, part, two = _both(tmp_path / "traces", tmp_path, client, gold=tmp_path / "gold.yaml", partitions=4)
     assert sum(single.summary.values()) > 1000
     assert_same_run(single, one, part, two)
+
+
+def test_a_pair_two_partitions_meet_is_judged_once_per_worker(tmp_path: Path) -> None:
+    """Synthetic answers repeat claims across traces, so partitions meet the same (claim, evidence) pairs:
+    on one worker each is asked of the judge once over the run, as many as the single run asks."""
+    synth.gold(tmp_path / "gold.yaml")
+    synth.write_traces(tmp_path / "traces", 300, per_file=100)
+    single = analyze(tmp_path / "one.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"])
+    part = analyze_partitioned(tmp_path / "two.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"],
+                               workers=1, partitions=4)  # fmt: skip
+    assert part.summary == single.summary
+    assert single.judge["asked"] > 0
+    # before: each partition asked its own, summing to more than the single run
+    assert part.judge["asked"] == single.judge["asked"]
+    con = duckdb.connect(str(tmp_path / "two.duckdb"), read_only=True)
+    try:  # and every judgment reaches the store's cache once, as the single run's do
+        assert con.execute("SELECT count(*), count(DISTINCT key) FROM judgments").fetchall() == [
+            (single.judge["asked"], single.judge["asked"])
+        ]
+    finally:
+        con.close()
+
+
+def test_workers_run_without_the_samplers_that_take_the_gil(client: Any) -> None:
+    """Dask's profiler and its 20 ms tick cost a GIL-bound partition about a third of its time: the
+    workers of a LocalCluster citeline starts run with them off (compose's: tests/test_compose.py)."""
+    import dask
+
+    got = client.run(lambda: {k: dask.config.get(k) for k in WORKER_CONFIG})
+    assert len(got) == 2 and all(v == WORKER_CONFIG for v in got.values())
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
