@@ -122,6 +122,7 @@ def analyze(
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    known: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
     """Classify every claim of every trace; store the run. A trace that answers a gold case is judged
     against it (basis ``gold``); every other trace against the corpus and itself alone (basis ``corpus``,
@@ -134,6 +135,10 @@ def analyze(
 
     ``progress`` sees the bytes ingested, ``on_phase`` each step of each slice as it starts and
     ``on_progress`` the traces classified after each slice (the CLI shows them on a terminal).
+
+    ``known`` holds judgments made earlier in the same run elsewhere, by cache key (a partitioned run's
+    worker passes those of its earlier partitions): they are read as cached and not stored again, since
+    the run that made them stored them.
 
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
     holds no trace file, the gold set or the corpus cannot be read at all, or neither is given.
@@ -159,7 +164,7 @@ def analyze(
         label_errors = human_table(con, labels)
         scope = joining.begin(con, gold_set, report.paths if traces else None)
         pool = _workers.start(PRELOAD) if scope.distinct_answers >= splitting.PARALLEL_ANSWERS else None
-        cached_judge = CachedJudge(con, support_judge)
+        cached_judge = CachedJudge(con, support_judge, known)
         tallies = joining.Tallies()
         parts, done = len(scope.slices), 0
         for part in range(parts):  # bounded memory: one slice of the traces at a time

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,14 @@ class CachedJudge:
     ``not_applicable`` with the reason and is not cached: the next run asks again.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, judge: Judge) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, judge: Judge, known: Mapping[str, tuple[str, str]] | None = None
+    ) -> None:
         self.con = con
         self.judge = judge
+        # judgments made elsewhere in this run (a partitioned run's worker: its earlier partitions'), read as
+        # cached and not stored again
+        self.known = known
         self.pending: list[tuple[str, str, str, str, str]] = []
         self.settings = json.dumps(dict(judge.settings), sort_keys=True, default=str)
         self.asked = self.hits = self.failures = 0
@@ -82,11 +87,13 @@ class CachedJudge:
             keys = [self.key(*it, question=it.question, sources=it.sources) for it in map(as_item, items)]
         else:  # plain tuples: no JudgeItem is made for an item the cache already holds
             keys = [self.key(*it) for it in items]
-        cached: dict[str, tuple[str, str]] = {}
-        if keys:
+        known = self.known
+        cached: dict[str, tuple[str, str]] = {k: known[k] for k in keys if k in known} if known else {}
+        ask = [k for k in keys if k not in cached] if cached else keys
+        if ask:
             import pyarrow as pa  # type: ignore[import-untyped]
 
-            self.con.register("_keys", pa.table({"key": pa.array(keys, pa.string())}))
+            self.con.register("_keys", pa.table({"key": pa.array(ask, pa.string())}))
             for k, label, rationale in self.con.execute(
                 "SELECT j.key, j.label, j.rationale FROM judgments j JOIN _keys USING (key)"
             ).fetchall():

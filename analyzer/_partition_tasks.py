@@ -63,16 +63,17 @@ def context(ctx: Context) -> Context:
 #: same labels in the next run on a long-lived cluster are found again
 _FILES: dict[str, Path | None] = {}
 _JUDGES: dict[str, Judge] = {}
-#: per worker process: the judgments this run's earlier partitions here made (Arrow tables), so a
-#: (claim, evidence) pair two partitions meet is judged once per worker, not once per partition; only
-#: the newest run is kept
-_LEARNED: dict[str, list[Any]] = {}
+#: per worker process: the judgments this run's earlier partitions here made, by cache key, so a (claim,
+#: evidence) pair two partitions meet is judged once per worker, not once per partition; only the newest
+#: run is kept
+_LEARNED: dict[str, dict[str, tuple[str, str]]] = {}
+LEARNED_MAX = 2_000_000  # judgments kept (about 300 bytes each); past it, later partitions ask again
 
 
-def _learned(run: str) -> list[Any]:
+def _learned(run: str) -> dict[str, tuple[str, str]]:
     if run not in _LEARNED:
         _LEARNED.clear()
-        _LEARNED[run] = []
+        _LEARNED[run] = {}
     return _LEARNED[run]
 
 
@@ -212,11 +213,9 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
     con = connect(":memory:")
     try:
         _threads(con)
-        learned = _learned(run)
-        for table in [arrow(ctx.judgments), *learned]:  # the store's, then this run's on this worker
-            con.register("_known", table)
-            con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _known")
-            con.unregister("_known")
+        con.register("_cached", arrow(ctx.judgments))
+        con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _cached")
+        con.unregister("_cached")
         con.execute("CREATE TEMP TABLE t_cached AS SELECT key FROM judgments")
         present = [p for p in pieces if p is not None]
         kept, back = first_readings(con, present)
@@ -227,7 +226,8 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             del kept  # the partition's spans are in DuckDB now: one copy while analyze runs
         t1 = time.perf_counter()
         with _workers.in_process():
-            result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels, **ctx.settings)
+            result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels,
+                             known=_learned(run), **ctx.settings)  # fmt: skip
         t2 = time.perf_counter()
         rows = {
             t: con.sql(
@@ -236,7 +236,10 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             for t in RESULT_TABLES  # names from this module, never user input
         }
         new = con.sql("SELECT * FROM judgments ANTI JOIN t_cached USING (key)").to_arrow_table()
-        learned.append(new)
+        learned = _learned(run)  # only a partition that got this far teaches the next ones
+        if len(learned) < LEARNED_MAX:
+            cols = new.select(["key", "label", "rationale"]).to_pydict()
+            learned.update(zip(cols["key"], zip(cols["label"], cols["rationale"], strict=True), strict=True))
         out = {t: parquet(r) for t, r in rows.items()}
         judged = parquet(new)
         return {
