@@ -142,6 +142,11 @@ class AnalysisResult:
         )
         if e["failed_partitions"]:
             line += f"; partition(s) {', '.join(map(str, e['failed_partitions']))} failed twice"
+        if e.get("sampling_workers"):
+            line += (
+                f"; {e['sampling_workers']} worker(s) run Dask's profiler or its 20 ms tick, which take the GIL "
+                "from the text work (about a third slower): docs/scale-out.md, Worker settings"
+            )
         return line
 
     def failing(self, limit: int) -> pl.DataFrame:

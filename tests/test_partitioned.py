@@ -289,13 +289,35 @@ def test_a_pair_two_partitions_meet_is_judged_once_per_worker(tmp_path: Path) ->
         con.close()
 
 
-def test_workers_run_without_the_samplers_that_take_the_gil(client: Any) -> None:
+def test_workers_run_without_the_samplers_that_take_the_gil(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
     """Dask's profiler and its 20 ms tick cost a GIL-bound partition about a third of its time: the
-    workers of a LocalCluster citeline starts run with them off (compose's: tests/test_compose.py)."""
+    workers of a LocalCluster citeline starts run with them off (compose's: tests/test_compose.py), and a
+    run on workers that keep Dask's defaults says so, with the same rows."""
     import dask
 
     got = client.run(lambda: {k: dask.config.get(k) for k in WORKER_CONFIG})
     assert len(got) == 2 and all(v == WORKER_CONFIG for v in got.values())
+    traces = _write(demo_lines, tmp_path)
+    quiet = analyze_partitioned(tmp_path / "a.duckdb", gold=gold_path(), traces=[traces], client=client)
+    assert quiet.engine["sampling_workers"] == 0 and "Worker settings" not in (quiet.engine_line() or "")
+    cluster = distributed.LocalCluster(  # a cluster of the user's own, on Dask's defaults
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+    )
+    other = distributed.Client(cluster)
+    try:
+        loud = analyze_partitioned(tmp_path / "b.duckdb", gold=gold_path(), traces=[traces], client=other)
+    finally:
+        other.close()
+        cluster.close()
+    assert loud.engine["sampling_workers"] == 1
+    assert loud.engine_line() == (
+        "engine: dask (LocalCluster, 1 worker(s)): 1 map task(s), 4 partition(s), 0 task(s) run again; 1 worker(s) "
+        "run Dask's profiler or its 20 ms tick, which take the GIL from the text work (about a third slower): "
+        "docs/scale-out.md, Worker settings"
+    )
+    assert loud.summary == quiet.summary
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
