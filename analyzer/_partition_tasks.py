@@ -225,9 +225,10 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             con.unregister("_kept")
             del kept  # the partition's spans are in DuckDB now: one copy while analyze runs
         t1 = time.perf_counter()
+        learned = _learned(run)
         with _workers.in_process():
             result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels,
-                             known=_learned(run), **ctx.settings)  # fmt: skip
+                             known=learned, **ctx.settings)  # fmt: skip
         t2 = time.perf_counter()
         rows = {
             t: con.sql(
@@ -236,8 +237,7 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             for t in RESULT_TABLES  # names from this module, never user input
         }
         new = con.sql("SELECT * FROM judgments ANTI JOIN t_cached USING (key)").to_arrow_table()
-        learned = _learned(run)  # only a partition that got this far teaches the next ones
-        if len(learned) < LEARNED_MAX:
+        if len(learned) < LEARNED_MAX:  # only a partition that got this far teaches the next ones
             cols = new.select(["key", "label", "rationale"]).to_pydict()
             learned.update(zip(cols["key"], zip(cols["label"], cols["rationale"], strict=True), strict=True))
         out = {t: parquet(r) for t, r in rows.items()}

@@ -324,9 +324,9 @@ def _run(
     return result
 
 
-def _sampling_workers(client: Any) -> int:
+def _sampling_workers(client: Any) -> int | None:
     """How many of the cluster's workers run without :data:`WORKER_CONFIG` (Dask's profiler or its 20 ms
-    tick): the same rows, about a third slower. 0 when the workers cannot be asked."""
+    tick): the same rows, about a third slower. None (unknown, not "none") when they cannot be asked."""
 
     def settings() -> dict[str, Any]:
         import dask
@@ -336,7 +336,7 @@ def _sampling_workers(client: Any) -> int:
     try:
         got = client.run(settings)
     except Exception:  # noqa: BLE001 - advice only: a cluster that refuses client.run still ran the run
-        return 0
+        return None
     return sum(1 for v in got.values() if v != WORKER_CONFIG)
 
 
