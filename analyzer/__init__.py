@@ -6,15 +6,15 @@ result.claims      # polars DataFrame, one row per claim
 result.summary     # {bucket: count}
 """
 
-from . import judges
-from ._analyze import DEFAULT_ABSTAIN_PHRASES, analyze
-from ._calibrate import Agreement, calibrate
-from ._claims import Claim, Split, markers, split_answer, split_claims
-from ._gold import GoldError, GoldSet, load_gold
-from ._policy import ATTACH, EXEMPT_KINDS, Policy
-from ._result import AnalysisResult
-from ._store import BUCKETS, DEFAULT_DB, STAGES
-from .judges import Judge, Judgment, RulesJudge
+from citeline.analyzer import judges
+from citeline.analyzer.claims.policy import ATTACH, EXEMPT_KINDS, Policy
+from citeline.analyzer.claims.splitter import Claim, Split, markers, split_answer, split_claims
+from citeline.analyzer.gold.goldset import GoldError, GoldSet, load_gold
+from citeline.analyzer.judges import Judge, Judgment, RulesJudge
+from citeline.analyzer.labels.calibrate import Agreement, calibrate
+from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES, analyze
+from citeline.analyzer.run.result import AnalysisResult
+from citeline.analyzer.store import BUCKETS, DEFAULT_DB, STAGES
 
 __all__ = [
     "ATTACH",

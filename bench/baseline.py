@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from citeline.analyzer._claims import Claim, is_factual, split_claims
+from citeline.analyzer.claims.splitter import Claim, is_factual, split_claims
 from citeline.analyzer.judges import RulesJudge
-from citeline.analyzer.judges._text import lexical_similarity, number_agreement
+from citeline.analyzer.text import lexical_similarity, number_agreement
 
 _STATE: dict[str, Any] = {}
 _REQUEST = b'{"key":"citeline.stage","value":{"stringValue":"request"}}'

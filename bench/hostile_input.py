@@ -46,8 +46,8 @@ def _child(code: str) -> dict[str, Any]:
 
 INGEST = """
 import time
-from citeline.analyzer._store import connect
-from citeline.analyzer._ingest import ingest
+from citeline.analyzer.store import connect
+from citeline.analyzer.sources.ingest import ingest
 con = connect(':memory:')
 t = time.perf_counter()
 rep = ingest(con, [{path!r}])
@@ -57,7 +57,7 @@ OUT = {{'seconds': time.perf_counter() - t, 'problems': len(rep.problems), 'span
 
 ANALYZE = """
 import time
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 t = time.perf_counter()
 r = analyze(':memory:', gold={gold!r}, traces=[{path!r}])
 OUT = {{'seconds': time.perf_counter() - t, 'traces': r.traces_read,

@@ -32,8 +32,8 @@ READ = "read_json($files, format='newline_delimited', columns={'resourceSpans': 
 
 READERS = {
     "citeline ingest -> file": """
-from citeline.analyzer._store import connect
-from citeline.analyzer._ingest import ingest
+from citeline.analyzer.store import connect
+from citeline.analyzer.sources.ingest import ingest
 con = connect(DB)
 t = time.perf_counter()
 n = ingest(con, [DIR]).spans_added

@@ -28,15 +28,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from citeline.analyzer._calibrate import examples  # noqa: E402
+from citeline.analyzer import text as _text  # noqa: E402
 from citeline.analyzer.judges import (  # noqa: E402
     JudgeItem,
     RulesJudge,
     _qualifiers,
     _rules,
-    _text,
 )
 from citeline.analyzer.judges._rules import sentences  # noqa: E402
+from citeline.analyzer.labels.calibrate import examples  # noqa: E402
 
 
 def passages() -> list[str]:

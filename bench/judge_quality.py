@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.rules_v1 import RulesJudgeV1  # noqa: E402
-from citeline.analyzer._calibrate import Agreement, agreement, examples  # noqa: E402
 from citeline.analyzer.judges import RulesJudge  # noqa: E402
+from citeline.analyzer.labels.calibrate import Agreement, agreement, examples  # noqa: E402
 
 SETS = {
     "WiCE": "tests/data/wice/claim_test.jsonl",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from citeline.analyzer.judges import JudgeItem, Judgment
 from citeline.analyzer.judges._rules import _facts
-from citeline.analyzer.judges._text import _comparable, _content_words, _same_value, _show, _stem, fold, values
+from citeline.analyzer.text import _comparable, _content_words, _same_value, _show, _stem, fold, values
 
 # round 1 compared negation and may/must anywhere in the whole evidence: kept here as it was
 _NEG = re.compile(r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b")

@@ -41,7 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-#: bytes of trace files per map task, as analyzer/_partitioned.py cuts a run (MAP_BYTES)
+#: bytes of trace files per map task, as analyzer/scaleout/partitioned.py cuts a run (MAP_BYTES)
 MAP_BYTES = 256 * 1024 * 1024
 
 _MARKS = """
@@ -71,8 +71,8 @@ if __name__ == "__main__":  # the run's pool spawns interpreters that import thi
 
 _ONE_CORE = """
 from citeline.analyzer import analyze
-from citeline.analyzer._store import connect
-from citeline.analyzer import _workers
+from citeline.analyzer.store import connect
+from citeline.analyzer import workers as _workers
 if __name__ == "__main__":
     t = time.perf_counter()
     con = connect({db!r})
@@ -90,7 +90,7 @@ if __name__ == "__main__":
 
 _DASK = """
 import distributed
-from citeline.analyzer._partitioned import analyze_partitioned, local_cluster
+from citeline.analyzer.scaleout.partitioned import analyze_partitioned, local_cluster
 if __name__ == "__main__":
     t0 = time.perf_counter()
     cluster = local_cluster({workers})  # as analyze --engine dask starts one (its worker settings)
@@ -220,7 +220,7 @@ def _projection(sums: dict[str, float], finish: float, n: int, size: int, scale_
 
 def _gold_parse_seconds(gold: Path) -> float:
     """What reading the gold set costs once: the driver pays it, and ships the set as read to the workers."""
-    from citeline.analyzer._gold import load_gold
+    from citeline.analyzer.gold.goldset import load_gold
 
     t = time.perf_counter()
     load_gold(gold)

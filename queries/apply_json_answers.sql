@@ -1,5 +1,5 @@
 -- apply_json_answers.sql: JSON answers become the structured generations they are.
--- Purpose: analyzer/_structured.py read each JSON answer (t_json_answers): its claims and the id
+-- Purpose: analyzer/sources/structured.py read each JSON answer (t_json_answers): its claims and the id
 --   each evidence item names, or prose inside JSON, or the keys it saw when it matches no shape.
 --   A claims answer is from here on a structured answer, as if @generation had returned the
 --   object: an evidence id that is a label of the map in force ('1', '[1]', 'S1') is the chunk

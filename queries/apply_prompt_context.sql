@@ -1,5 +1,5 @@
 -- apply_prompt_context.sql: the context read off a generation's prompt, into t_traces.
--- Purpose: for a trace whose context no span traced, analyzer/_prompt_context.py read which
+-- Purpose: for a trace whose context no span traced, analyzer/sources/prompt_context.py read which
 --   retrieved chunks the model was given, and under which labels, from the prompt of the
 --   innermost LLM call that holds one (t_prompt_context). That call's span is the context
 --   span (a drop shows there); when no citeline generation span exists it is also the

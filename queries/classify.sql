@@ -15,7 +15,7 @@
 -- Grain: one row per classified claim.
 -- Parameters: $run_id (VARCHAR), $labels (VARCHAR[]: the judge labels), $judge (VARCHAR: name@version).
 -- Reads: bucket_order (bucket, position, flag), bucket_reasons (bucket, variant, stage, template):
---   the bucket table (analyzer/_buckets.py); t_traces, t_gold_claims, t_gold_chunks,
+--   the bucket table (analyzer/buckets.py); t_traces, t_gold_claims, t_gold_chunks,
 --   t_gen_claims (with joins: gen_claims.sql), t_match,
 --   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
 --   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (trace_id, abstains),
@@ -339,7 +339,7 @@ evaluable AS (
     FROM flagged AS f
 ),
 -- 7. every raised flag with the reason it gives, in any order: the bucket table (bucket_order,
---    bucket_reasons: analyzer/_buckets.py) says which bucket a flag raises, the repair order, the
+--    bucket_reasons: analyzer/buckets.py) says which bucket a flag raises, the repair order, the
 --    stage each reason blames and its words. The last entry (flag '') is always there: the bucket of
 --    a claim nothing else flagged. (An entry is made only where its flag is up.)
 raised AS (

@@ -1,5 +1,5 @@
 -- feedback_cases.sql: each user report of a run with what a minimized regression case needs.
--- Purpose: `citeline gold draft --from-feedback` (analyzer/_feedback.py): the seed's incident
+-- Purpose: `citeline gold draft --from-feedback` (analyzer/drafting/feedback.py): the seed's incident
 --   record per report: the trace, its question and case id, the answer, the claims the report is
 --   about (flag_feedback.sql flagged them) with the chunks each cited and their version and text.
 -- Grain: one row per (report, claim it is about). Parameters: $run_id.

@@ -1,6 +1,6 @@
 -- invented_locators.sql: URLs, sections, pages, paragraphs and titles a claim names that no supplied source has.
 -- Purpose: an answer must not send its reader to an ID, URL, title or locator absent from what it was
---   given. A locator a claim names (t_claim_locators, read by analyzer/_locators.py) is supplied
+--   given. A locator a claim names (t_claim_locators, read by analyzer/claims/locators.py) is supplied
 --   when a source has it: a retrieved chunk's uri or title as the trace's retrieval spans recorded
 --   them, or any gold corpus entry's uri, title, chunk id or text (a quoted title also when a gold
 --   text holds it: it is then a quote). A locator no source has is invented; a URL that only

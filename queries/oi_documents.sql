@@ -1,5 +1,5 @@
 -- oi_documents.sql: the documents of OpenInference retriever and reranker spans, for joining them
--- to gold chunks (analyzer/_source_openinference.py).
+-- to gold chunks (analyzer/sources/openinference.py).
 -- Purpose: an instrumentor records each document's own id (a node UUID, or none: LangChain), its
 --   text and its metadata; which gold chunk it is can only be told from those (by id, metadata,
 --   uri, content hash or containment), which is text work done once per document. The spans are

@@ -1,6 +1,6 @@
 -- prompt_generations.sql: every generation span of the traces whose context no span traced.
 -- Purpose: with no context assembly span (citeline's) and no reranker span (OpenInference's),
---   what reached the model is read off a generation span's prompt (analyzer/_prompt_context.py):
+--   what reached the model is read off a generation span's prompt (analyzer/sources/prompt_context.py):
 --   the innermost LLM call that was given a retrieved chunk, whichever source recorded it. Each
 --   candidate comes with its source, its parent (to tell a wrapper span from the call inside it),
 --   its prompt and its answer.

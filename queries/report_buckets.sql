@@ -1,7 +1,7 @@
 -- report_buckets.sql: how many claims of a run landed in each failure bucket (unweighted).
 -- Purpose: the headline of every report. Every bucket of the bucket table appears (ok
 --   included), in repair order (most urgent first), with zero where nothing landed.
--- Grain: one row per bucket of bucket_order (analyzer/_buckets.py).
+-- Grain: one row per bucket of bucket_order (analyzer/buckets.py).
 -- Parameters: $run_id (VARCHAR), $basis (VARCHAR or NULL: 'gold' | 'corpus' rows only; NULL, every row).
 WITH run_claims AS (
     SELECT bucket FROM claim_results WHERE run_id = $run_id AND ($basis IS NULL OR coalesce(basis, 'gold') = $basis)

@@ -2,7 +2,7 @@
 -- Purpose: nothing is dropped silently. A greeting, a transition, a question back to the
 --   user, a statement about the sources, a heading, a table's header row, a list number, a
 --   reference list, a sentence with nothing to check, a code block: each is counted where
---   the answer was split (analyzer/_policy.py names the kinds), never judged.
+--   the answer was split (analyzer/claims/policy.py names the kinds), never judged.
 -- Grain: one row per kind that occurred in the run.
 -- Parameters: $run_id (VARCHAR).
 SELECT kind, sum(units)::BIGINT AS units

@@ -1,5 +1,5 @@
 -- sample_claims.sql: every claim of a run a person could label, with what a reviewer needs.
--- Purpose: the population `citeline sample` draws from (analyzer/_sample.py). A row holds the
+-- Purpose: the population `citeline sample` draws from (analyzer/labels/sample.py). A row holds the
 --   question, the claim and each cited passage's text and version, and, for drawing strata
 --   only (never written to the sheet), its bucket, basis and the judge's label. Rows without
 --   claim text (an abstain case's row, a gold claim the answer left out) have nothing to label.

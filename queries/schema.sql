@@ -4,7 +4,7 @@
 
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 
--- The bucket table (analyzer/_buckets.py, the one definition), written from there whenever a store
+-- The bucket table (analyzer/buckets.py, the one definition), written from there whenever a store
 -- is opened (and kept up to date in older stores). bucket_order: the buckets in repair order, most
 -- urgent first (verdicts and reports sort by it), each with the classify.sql flag that raises it and
 -- its report colour; bucket_reasons: each reason a bucket gives, the stage it blames and its words
@@ -168,7 +168,7 @@ CREATE TABLE IF NOT EXISTS unmatched_traces (
 );
 
 -- text of a run's answers that is no claim (a greeting, a heading, a list number, a reference list, ...:
--- analyzer/_policy.py names the kinds), counted per kind; a large run adds one row per kind and slice
+-- analyzer/claims/policy.py names the kinds), counted per kind; a large run adds one row per kind and slice
 CREATE TABLE IF NOT EXISTS run_skipped_text (
     run_id VARCHAR,
     kind VARCHAR,

@@ -1,7 +1,7 @@
 -- skipped_text.sql: how much text of a slice's answers is no claim, per kind.
 -- Purpose: nothing is dropped silently. A greeting, a heading, a table's header row, a list
 --   number, a reference list, a statement about the sources, a sentence with nothing to check
---   is no claim (analyzer/_policy.py names the kinds); each trace's answer counts its own.
+--   is no claim (analyzer/claims/policy.py names the kinds); each trace's answer counts its own.
 -- Grain: one row per kind that occurred in the slice.
 -- Parameters: $run_id (VARCHAR). Reads: t_split_keys (trace_id, split_id, prose),
 --   t_answer_skipped (split, kind, units: made where the answer was split).

@@ -1,6 +1,6 @@
 -- text_tables.sql: the tables the run's Python steps fill (text work), declared once.
 -- Purpose: Python reads texts and hands back columns; DuckDB types them as declared here
---   (analyzer/_steps.py fill()), so no Python module repeats a column list. Each table names the
+--   (analyzer/steps.py fill()), so no Python module repeats a column list. Each table names the
 --   function that fills it and the grain of its rows.
 
 -- the gold set (_joining.gold_tables): one row per corpus chunk, per case, per gold claim.

@@ -8,8 +8,8 @@ from typing import Any
 
 import duckdb
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._result import AnalysisResult
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.run.result import AnalysisResult
 from citeline.examples.demo import AS_OF, Scenario, gold_path
 from citeline.examples.policy_bot import Faults, PolicyBot
 from tests.conftest import make_tracing

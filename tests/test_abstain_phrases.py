@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from citeline.analyzer._analyze import DEFAULT_ABSTAIN_PHRASES
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 

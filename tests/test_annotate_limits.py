@@ -15,8 +15,8 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.run.analyze import analyze
 from citeline.instrumentation import configure, context_assembly, generation, request, retrieval
 from tests.phoenix_server import PhoenixServer, fetch_spans, wait_for_spans
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
-from citeline.analyzer._report import build_report, render_json, render_markdown
-from citeline.analyzer._report_html import render_html
-from citeline.analyzer._result import AnalysisResult
-from citeline.analyzer._store import connect
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.reports.html import render_html
+from citeline.analyzer.reports.report import build_report, render_json, render_markdown
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.run.result import AnalysisResult
+from citeline.analyzer.store import connect
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._gold import load_gold
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -104,7 +104,7 @@ def test_reingesting_the_same_files_adds_nothing(tmp_path: Path) -> None:
 
 
 def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from citeline.analyzer import _ingest
+    from citeline.analyzer.sources import ingest as _ingest
 
     good = _good_traces(tmp_path)
     first, second = good.read_bytes().split(b"\n")[:2]
@@ -123,7 +123,7 @@ def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatc
 def test_a_file_with_lines_longer_than_the_batch_reads_is_read_again_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citeline.analyzer import _ingest
+    from citeline.analyzer.sources import ingest as _ingest
 
     good = _good_traces(tmp_path)
     first, second = good.read_bytes().split(b"\n")[:2]
@@ -240,7 +240,7 @@ def test_gold_folder_form_and_json_records(tmp_path: Path) -> None:
 
 
 def test_validate_command_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from citeline.analyzer._cli import main
+    from citeline.analyzer.cli.main import main
 
     f = tmp_path / "gold.yaml"
     f.write_text(GOLD_ERRORS)

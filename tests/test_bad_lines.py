@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
-from citeline.analyzer._gold import load_gold
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 

@@ -17,10 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer import _ingest, _streaming
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._gold import load_gold
-from citeline.analyzer._store import connect
+from citeline.analyzer import streaming as _streaming
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.sources import ingest as _ingest
+from citeline.analyzer.store import connect
 from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
 from tests.conftest import make_tracing
 
@@ -179,7 +180,7 @@ def test_file_names_are_taken_literally(tmp_path: Path, demo_file: Path) -> None
 def test_a_corpus_line_past_the_cap_is_named_and_the_rest_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from citeline.analyzer import _gold
+    from citeline.analyzer.gold import goldset as _gold
 
     monkeypatch.setattr(_gold, "MAX_GOLD_LINE_BYTES", 1000)
     folder = tmp_path / "gold"
@@ -198,7 +199,7 @@ def test_a_corpus_line_past_the_cap_is_named_and_the_rest_loaded(
 
 
 def test_a_gold_file_past_the_cap_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from citeline.analyzer import _gold
+    from citeline.analyzer.gold import goldset as _gold
 
     monkeypatch.setattr(_gold, "MAX_GOLD_FILE_BYTES", 100)
     path = tmp_path / "gold.yaml"

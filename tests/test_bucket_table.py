@@ -1,4 +1,4 @@
-"""One bucket table (analyzer/_buckets.py): every bucket's name, order, flag, stages, reasons and colour are
+"""One bucket table (analyzer/buckets.py): every bucket's name, order, flag, stages, reasons and colour are
 defined there once; classify.sql reads them from the store, and nothing else spells a bucket."""
 
 from __future__ import annotations
@@ -8,22 +8,22 @@ from pathlib import Path
 
 import duckdb
 
-from citeline.analyzer._buckets import BUCKETS, COLORS, OK, ROW_STAGES, TABLE
-from citeline.analyzer._store import STAGES, connect
+from citeline.analyzer.buckets import BUCKETS, COLORS, OK, ROW_STAGES, TABLE
+from citeline.analyzer.store import STAGES, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 #: files that spell buckets on purpose, and why
 ALLOWED = {
-    "analyzer/_buckets.py": "the bucket table",
+    "analyzer/buckets.py": "the bucket table",
     "examples/demo.py": "the scenario table: the bucket each scenario must produce, asserted by tests/test_buckets.py",
-    "analyzer/_perturbations.py": "the bucket each perturbation must raise, asserted by the harness",
+    "analyzer/testing/perturbations.py": "the bucket each perturbation must raise, asserted by the harness",
     "bench/baseline.py": "the per-trace loop the benchmark compares against, a classifier of its own",
     "bench/synth.py": "fault names of the synthetic traces (one of them is called uncited)",
 }
 
 
 def _code_files() -> list[Path]:
-    globs = ("analyzer/*.py", "analyzer/judges/*.py", "instrumentation/*.py", "queries/*.sql", "examples/*.py")
+    globs = ("analyzer/**/*.py", "instrumentation/*.py", "queries/*.sql", "examples/*.py")
     return sorted(p for g in (*globs, "bench/*.py") for p in ROOT.glob(g))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._store import BUCKETS
+from citeline.analyzer.store import BUCKETS
 from citeline.examples.demo import SCENARIOS
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import Outcome, run_and_analyze

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._claims import Split, split_answer, split_claims
-from citeline.analyzer._gold import load_gold
-from citeline.analyzer._policy import EXEMPT_KINDS, Policy, PolicyError, attach_policy, exempt_kinds
+from citeline.analyzer.claims.policy import EXEMPT_KINDS, Policy, PolicyError, attach_policy, exempt_kinds
+from citeline.analyzer.claims.splitter import Split, split_answer, split_claims
+from citeline.analyzer.gold.goldset import load_gold
 from citeline.instrumentation._labels import Shape
 
 DATA = Path(__file__).resolve().parent / "data"

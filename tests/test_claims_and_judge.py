@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from citeline.analyzer._claims import markers, split_answer, split_claims
-from citeline.analyzer._policy import Policy
+from citeline.analyzer.claims.policy import Policy
+from citeline.analyzer.claims.splitter import markers, split_answer, split_claims
 from citeline.analyzer.judges import RulesJudge
-from citeline.analyzer.judges._text import values
+from citeline.analyzer.text import values
 from citeline.instrumentation._labels import Shape
 
 DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin and licence beside it
@@ -157,7 +157,7 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
     """A large run splits its distinct answers in worker processes: the columns must be exactly one process's."""
     import random
 
-    from citeline.analyzer import _analyze
+    from citeline.analyzer.run import analyze as _analyze
 
     rng = random.Random(3)
     parts = [
@@ -176,7 +176,8 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
             for _ in range(300)
         )
     )
-    from citeline.analyzer import _splitting, _workers
+    from citeline.analyzer import workers as _workers
+    from citeline.analyzer.run import splitting as _splitting
 
     one = _splitting.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
     monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 10)
@@ -190,7 +191,7 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
 @given(text=st.text(alphabet="aZ.. é1-\n", max_size=40), data=st.data())
 def test_the_word_before_a_stop_is_what_the_end_anchored_regex_finds(text: str, data: st.DataObject) -> None:
     """The splitter's walk back from a full stop equals re.search(r"([A-Za-z][A-Za-z.]*)$") on the prefix."""
-    from citeline.analyzer._blocks import _word_before
+    from citeline.analyzer.claims.blocks import _word_before
 
     at = data.draw(st.integers(0, len(text)))
     m = re.search(r"([A-Za-z][A-Za-z.]*)$", text[:at])

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._cli import build_parser, main
-from citeline.analyzer._gold import load_gold
+from citeline.analyzer.cli.main import build_parser, main
+from citeline.analyzer.gold.goldset import load_gold
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 

@@ -255,7 +255,7 @@ def test_dask_workers_run_with_the_worker_settings_citeline_uses() -> None:
     """The compose workers' environment, read as Dask reads it, is WORKER_CONFIG: no profiler, a 1 s tick."""
     import dask.config
 
-    from citeline.analyzer._partitioned import WORKER_CONFIG
+    from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG
 
     env = {k: str(v) for k, v in _compose()["services"]["dask-worker"]["environment"].items()}
     read = dask.config.collect_env(env)

@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import content_hash, context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing

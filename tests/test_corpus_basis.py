@@ -15,9 +15,9 @@ import pytest
 import yaml
 from opentelemetry.sdk.trace import TracerProvider  # a provider of its own: the global stays unset
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
-from citeline.analyzer._store import BUCKETS
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.store import BUCKETS
 from citeline.examples.demo import AS_OF, SCENARIOS, Scenario, gold_path, run_scenarios
 from citeline.instrumentation import configure, content_hash, context_assembly, generation, request, retrieval
 from tests.analysis_helpers import Outcome, run_and_analyze
@@ -332,7 +332,7 @@ def test_analyze_with_a_corpus_jsonl_and_no_gold(tmp_path: Path, capsys: Any) ->
 
 def test_gold_and_a_larger_corpus_together_and_rejudge_of_a_corpus_run(tmp_path: Path) -> None:
     from citeline.analyzer import judges
-    from citeline.analyzer._rejudge import rejudge
+    from citeline.analyzer.run.rejudge import rejudge
 
     data = yaml.safe_load(gold_path().read_text(encoding="utf-8"))
     full = [*data["corpus"], {"chunk_id": "memo#1", "doc_id": "memo", "text": MEMO}]

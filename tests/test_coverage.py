@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._claims import split_claims
-from citeline.analyzer._cli import main
+from citeline.analyzer.claims.splitter import split_claims
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.run.analyze import analyze
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import Tracing, make_tracing
 

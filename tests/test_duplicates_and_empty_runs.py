@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
 from citeline.examples.demo import gold_path
 
 STRICT = ["--judge", "rules", "--judge-option", "coverage=0.95"]  # another setting of the same judge

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing

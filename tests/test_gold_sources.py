@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._gold import load_gold
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path, run_scenarios
 from citeline.instrumentation import configure
 from tests.phoenix_server import PhoenixServer

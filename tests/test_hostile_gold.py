@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._cli import main
-from citeline.analyzer._gold import MAX_ALIASES, MAX_DEPTH, MAX_EXPANDED, load_gold
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.gold.goldset import MAX_ALIASES, MAX_DEPTH, MAX_EXPANDED, load_gold
 
 CASE = """
 cases:

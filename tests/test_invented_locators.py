@@ -16,8 +16,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._locators import locators, normal_url
+from citeline.analyzer.claims.locators import locators, normal_url
+from citeline.analyzer.run.analyze import analyze
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import duckdb
 
-from citeline.analyzer._judging import CachedJudge
 from citeline.analyzer.judges import BaseJudge, JudgeItem, Judgment, RulesJudge, Source, judge_all
+from citeline.analyzer.run.judging import CachedJudge
 
 SOURCE = Source("returns-v4#eligibility-2", "returns", "v4", "Returns policy", "2026-01-01", "", "active")
 ITEM = JudgeItem("Returns take 30 days.", ["Returns are accepted for 30 days."], ["30 days"], [], question="Q?")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
 from citeline.analyzer.judges import available, load
 
 PLUGIN = """

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from citeline.analyzer._claims import split_claims
-from citeline.analyzer._policy import Policy
+from citeline.analyzer.claims.policy import Policy
+from citeline.analyzer.claims.splitter import split_claims
 from citeline.instrumentation._labels import STYLES, Shape, canonical, find_markers, label_before, render
 
 WORDS = "opened devices returns refunds policy window items store receipt within days paid fee card".split()

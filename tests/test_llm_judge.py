@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
 from citeline.analyzer.judges import JudgeItem, Source, judge_all, load
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 from tests.chat_server import chat_server, parse_prompt
@@ -257,7 +257,7 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
 def test_analyze_gives_the_llm_judge_each_claims_question_and_its_chunks_corpus_entries(tmp_path: Path) -> None:
     """The question and the metadata reach the judge from a real run: every request of the demo's scenarios
     carries its case's question and, for each evidence text, the gold corpus entry it is."""
-    from citeline.analyzer._gold import load_gold
+    from citeline.analyzer.gold.goldset import load_gold
 
     gold = load_gold(gold_path())
     _, _ = run_and_analyze(tmp_path, list(SCENARIOS))

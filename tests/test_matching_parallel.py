@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 from bench import synth
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 
 
 def test_a_right_uncited_sentence_keeps_its_gold_claim_against_a_cited_neighbour(tmp_path: Path) -> None:
@@ -47,10 +47,10 @@ def _match(gold: list[tuple[str, str, list[str]]], gen: list[tuple[str, list[str
     """match_claims.sql over one trace: gold (claim_id, text, evidence ids), generated (text, cited)."""
     import duckdb
 
-    from citeline.analyzer import _steps
-    from citeline.analyzer._splitting import MIN_SHARED_SIM, MIN_SIM
-    from citeline.analyzer._store import sql
-    from citeline.analyzer.judges._text import numbers, stems
+    from citeline.analyzer import steps as _steps
+    from citeline.analyzer.run.splitting import MIN_SHARED_SIM, MIN_SIM
+    from citeline.analyzer.store import sql
+    from citeline.analyzer.text import numbers, stems
 
     con = duckdb.connect()
     con.execute(sql("schema"))  # the store's macros (any_in)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing

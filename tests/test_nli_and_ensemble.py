@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
 from citeline.analyzer.judges import JudgeItem, judge_all, load
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 from tests.chat_server import chat_server

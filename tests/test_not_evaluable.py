@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._store import BUCKETS, connect
 from citeline.analyzer.judges import LABELS, Judgment, RulesJudge
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.store import BUCKETS, connect
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -104,15 +104,15 @@ def test_judgments_join_on_lists_so_a_bar_in_an_id_cannot_collide(tmp_path: Path
 
 
 def test_the_bucket_order_is_spelled_in_one_place() -> None:
-    """BUCKETS in _store.py is the order; a copy is a literal list of names, stored positions,
+    """BUCKETS in store.py is the order; a copy is a literal list of names, stored positions,
     or a CASE chain that picks the primary bucket by the order of its WHENs."""
     names = "|".join(BUCKETS)
     literal_list = re.compile(rf"""["']({names})["']\s*,\s*["']({names})["']\s*,\s*["']({names})["']""")
     positions = re.compile(rf"\(\s*'({names})'\s*,\s*\d+\s*\)")
     case_chain = re.compile(rf"(WHEN\s+[\w\s]+?\s+THEN\s+'({names})'\s*){{3,}}")
     copies = []
-    for path in [*ROOT.glob("analyzer/*.py"), *ROOT.glob("queries/*.sql"), *ROOT.glob("examples/*.py")]:
-        if path.name == "_store.py":
+    for path in [*ROOT.glob("analyzer/**/*.py"), *ROOT.glob("queries/*.sql"), *ROOT.glob("examples/*.py")]:
+        if path == ROOT / "analyzer" / "store.py":
             continue
         text = path.read_text()
         for pattern in (literal_list, positions, case_chain):

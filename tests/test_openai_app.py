@@ -17,7 +17,7 @@ import duckdb
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
 from tests.oi_apps import SCENARIOS

@@ -19,10 +19,10 @@ import duckdb
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._phoenix import document_annotation_rows
-from citeline.analyzer._prompt_context import NO_PROMPT
-from citeline.analyzer._store import connect
+from citeline.analyzer.phoenix.annotate import document_annotation_rows
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.sources.prompt_context import NO_PROMPT
+from citeline.analyzer.store import connect
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
 from tests.oi_apps import APPS, SCENARIOS, TEXT, Scenario, run_llama_index

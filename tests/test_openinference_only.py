@@ -7,8 +7,8 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._prompt_context import NO_PROMPT
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.sources.prompt_context import NO_PROMPT
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import OTLPJsonFileExporter, TraceFileProcessor
 

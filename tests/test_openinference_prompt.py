@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer._prompt_context import context_from_prompt
-from citeline.analyzer._source_openinference import Doc, GoldIndex
+from citeline.analyzer.sources.openinference import Doc, GoldIndex
+from citeline.analyzer.sources.prompt_context import context_from_prompt
 
 WORDS = st.sampled_from(
     "refund window opened device warranty shipping order label policy store receipt days within covers "

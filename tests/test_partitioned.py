@@ -29,11 +29,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import synth
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._cli import main
-from citeline.analyzer._partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
-from citeline.analyzer._result import AnalysisResult
+from citeline.analyzer.cli.main import main
 from citeline.analyzer.judges import RulesJudge
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.run.result import AnalysisResult
+from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
@@ -434,11 +434,11 @@ def _stderr_of(argv: list[str], tty: bool) -> tuple[int, str]:
     import sys
 
     if not tty:
-        cli = [sys.executable, "-m", "citeline.analyzer._cli", *argv]
+        cli = [sys.executable, "-m", "citeline.analyzer.cli.main", *argv]
         done = subprocess.run(cli, check=False, capture_output=True, timeout=300)
         return done.returncode, done.stderr.decode()
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "citeline.analyzer._cli", *argv], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "citeline.analyzer.cli.main", *argv], stdout=subprocess.DEVNULL,
                             stderr=follower)  # fmt: skip
     os.close(follower)
     chunks = []

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from citeline.analyzer import _cli
-from citeline.analyzer._perturb import PerturbResult, StageVerdict
-from citeline.analyzer._perturb_judge import Cell
-from citeline.analyzer._perturb_render import MARK, render_html, render_text
-from citeline.analyzer._perturbations import CATALOGUE
+from citeline.analyzer.cli import main as _cli
 from citeline.analyzer.testing import perturb
+from citeline.analyzer.testing.perturb import PerturbResult, StageVerdict
+from citeline.analyzer.testing.perturb_judge import Cell
+from citeline.analyzer.testing.perturb_render import MARK, render_html, render_text
+from citeline.analyzer.testing.perturbations import CATALOGUE
 from citeline.examples import perturb_apps
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import _keys as K
@@ -158,9 +158,9 @@ def test_a_misplaced_context_decorator_leaves_the_context_stage_not_seen_with_it
 
 
 def test_the_changed_span_records_the_perturbation_and_what_it_did() -> None:
-    from citeline.analyzer._gold import load_gold
-    from citeline.analyzer._perturb import Case
-    from citeline.analyzer._perturbations import BY_NAME, CaseContext
+    from citeline.analyzer.gold.goldset import load_gold
+    from citeline.analyzer.testing.perturb import Case
+    from citeline.analyzer.testing.perturbations import BY_NAME, CaseContext
 
     gold = load_gold(gold_path())
     case = gold.cases["returns-window"]
@@ -196,7 +196,7 @@ def test_the_hook_is_off_outside_the_harness_and_in_threads_it_did_not_start() -
             thread.join()
             return None
 
-    from citeline.analyzer._perturb import Case
+    from citeline.analyzer.testing.perturb import Case
 
     case = Case("returns-window", "Can opened electronics be returned after three weeks?", "2026-08-10", {}, "answer")
     with capture(), _perturb.perturbing(Spy()):
@@ -211,7 +211,7 @@ def test_the_hook_is_off_outside_the_harness_and_in_threads_it_did_not_start() -
 def test_a_broken_perturbation_is_ours_raised_under_test_and_swallowed_in_production(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from citeline.analyzer._perturb import Case
+    from citeline.analyzer.testing.perturb import Case
 
     class Broken:
         name, stage = "broken.bug", "generation"

@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import set_span_in_context
 
-from citeline.analyzer._phoenix import _ns, pull
-from citeline.analyzer._store import connect
+from citeline.analyzer.phoenix.annotate import _ns, pull
+from citeline.analyzer.store import connect
 from tests.phoenix_server import PhoenixServer, wait_for_spans
 
 pytestmark = pytest.mark.integration

@@ -22,7 +22,7 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from citeline.analyzer._phoenix import claim_identifier
+from citeline.analyzer.phoenix.annotate import claim_identifier
 from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
 from citeline.instrumentation import configure
 from tests.browser import chromium, screenshot

@@ -19,7 +19,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage, trim_messages
 from langchain_core.prompts import ChatPromptTemplate
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import Tracing, make_tracing

@@ -68,7 +68,7 @@ def test_a_passing_suite_prints_the_bucket_summary_and_captures_nothing_into_the
         def test_fixture(citeline):
             ask(RIGHT["returns-window"])
             result = citeline.analyze(gold="gold.yaml")
-            assert type(result).__module__ == "citeline.analyzer._result"
+            assert type(result).__module__ == "citeline.analyzer.run.result"
             assert result.summary["ok"] == 1
             citeline.assert_ok()
 
@@ -247,8 +247,8 @@ def test_configure_inside_a_captured_test_is_an_error_that_says_what_to_do(suite
 
 
 def test_terminal_lines_carry_no_escape_sequences() -> None:
-    from citeline.analyzer._escape import term as for_terminal
-    from citeline.analyzer._expect import describe
+    from citeline.analyzer.escaping import term as for_terminal
+    from citeline.analyzer.testing.expect import describe
 
     payload = "\x1b[2J\x1b]8;;http://evil\x07x\x1b]8;;\x07\r\nfake line\u202e\x9b31m"
     row = {

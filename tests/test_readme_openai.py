@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from tests.oi_apps import SCENARIOS
 from tests.openai_app import ChatServer

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.instrumentation import context_assembly, generation, render, request, retrieval
 from tests.conftest import make_tracing, read_trace_files
 

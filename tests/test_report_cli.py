@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from citeline.analyzer._store import DEFAULT_DB
+from citeline.analyzer.store import DEFAULT_DB
 from tests.browser import ARTIFACTS, chromium, screenshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,13 +214,13 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
 def _trend(rows: list[tuple[str, str, int]]) -> str:
     from types import SimpleNamespace
 
-    from citeline.analyzer._report_html import _trend_chart
+    from citeline.analyzer.reports.html import _trend_chart
 
     return _trend_chart(SimpleNamespace(trend=[{"day": d, "bucket": b, "claims": n} for d, b, n in rows]))  # type: ignore[arg-type]
 
 
 def test_the_trend_legend_wraps_inside_the_chart_and_the_y_axis_counts() -> None:
-    from citeline.analyzer._store import BUCKETS
+    from citeline.analyzer.store import BUCKETS
 
     failing = [b for b in BUCKETS if b != "ok"]
     svg = _trend([(day, b, 3 + i) for i, b in enumerate(failing) for day in ("2026-11-29", "2026-11-30")])

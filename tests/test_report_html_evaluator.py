@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import duckdb
 
-from citeline.analyzer._cli import main
-from citeline.analyzer._report import METRICS
-from citeline.analyzer._report_html import _trend_chart
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.reports.html import _trend_chart
+from citeline.analyzer.reports.report import METRICS
 from citeline.examples.demo import gold_path
 from tests.browser import screenshot
 

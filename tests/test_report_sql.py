@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from citeline.analyzer._store import BUCKETS, connect, query_path
+from citeline.analyzer.store import BUCKETS, connect, query_path
 
 T0 = dt.datetime(2026, 8, 10, 2, 0)
 _CLAIM_COLUMNS = (

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer._calibrate import calibrate
 from citeline.analyzer.judges import RulesJudge, ident, load
 from citeline.analyzer.judges._rules import sentences
+from citeline.analyzer.labels.calibrate import calibrate
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -258,8 +258,8 @@ def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
 
 
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from citeline.analyzer._analyze import analyze
-    from citeline.analyzer._cli import main
+    from citeline.analyzer.cli.main import main
+    from citeline.analyzer.run.analyze import analyze
     from citeline.examples.demo import SCENARIOS, gold_path
     from tests.analysis_helpers import run_and_analyze
 
@@ -307,7 +307,7 @@ def test_a_large_batch_on_every_core_answers_as_one_process_does() -> None:
 def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherwise() -> None:
     # found by the distinct-answer benchmark: "section 2 may be returned" was read as the date 2 May,
     # and every such claim was judged insufficient ("the evidence does not state 05-02")
-    from citeline.analyzer.judges._text import values
+    from citeline.analyzer.text import values
 
     assert values("Items of section 2 may be returned within 34 days.") == [("num", "", 2.0), ("qty", "day", 34.0)]
     assert values("Fees after 14 days may not apply.") == [("qty", "day", 14.0)]
@@ -323,7 +323,7 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
 
 def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
     """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
-    from citeline.analyzer._analyze import analyze
+    from citeline.analyzer.run.analyze import analyze
     from citeline.examples.demo import SCENARIOS, gold_path
     from tests.analysis_helpers import run_and_analyze
 
@@ -359,7 +359,7 @@ _PIECES = [*_CUES, *_PLAIN, *_VALUES, "18-year-old", "twenty-first", "and/or", "
 def test_every_reader_answers_a_verdict_or_nothing_on_any_text(claim: str, window: list[str], noise: str) -> None:
     """Found by the benchmark: "18-year-old" in a window sentence raised inside the counts reader."""
     from citeline.analyzer.judges import _qualifiers as q
-    from citeline.analyzer.judges._text import fold
+    from citeline.analyzer.text import fold
 
     c, w = fold(claim + " " + noise), [fold(s) for s in window]
     words = frozenset(c.split())

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._cli import main
-from citeline.analyzer._gold import load_gold
-from citeline.analyzer._sample import COLUMNS
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.labels.sample import COLUMNS
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 

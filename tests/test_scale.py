@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer import _analyze, _joining
+from citeline.analyzer.run import analyze as _analyze
+from citeline.analyzer.run import joining as _joining
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -83,8 +84,8 @@ def test_an_in_memory_store_still_returns_its_rows(tmp_path: Path) -> None:
 
 def test_a_long_batch_reports_progress_while_it_runs(tmp_path: Path) -> None:
     """One query covers up to 4 GiB of trace files; the progress line moves during it."""
-    from citeline.analyzer._ingest import _reporting
-    from citeline.analyzer._store import connect
+    from citeline.analyzer.sources.ingest import _reporting
+    from citeline.analyzer.store import connect
 
     con = connect(tmp_path / "s.duckdb")
     seen: list[tuple[int, int]] = []

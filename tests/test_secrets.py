@@ -25,7 +25,7 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
-from citeline.analyzer._cli import main
+from citeline.analyzer.cli.main import main
 from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
 from citeline.instrumentation import configure, request
 from tests.phoenix_server import PhoenixServer, fetch_spans

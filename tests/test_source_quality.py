@@ -15,9 +15,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._gold import load_gold
-from citeline.analyzer._store import query_path
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.store import query_path
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 
@@ -168,7 +168,7 @@ def test_authority_in_a_jsonl_folder(tmp_path: Path) -> None:
 def test_the_low_authority_figure_is_a_gate(
     tmp_path: Path, label: str, trips: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from citeline.analyzer._cli import main
+    from citeline.analyzer.cli.main import main
 
     _, _, db = _rows(tmp_path, label, require="primary")
     capsys.readouterr()

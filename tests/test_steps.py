@@ -11,7 +11,6 @@ run's modules).
 
 from __future__ import annotations
 
-import ast
 import re
 from importlib import resources
 from pathlib import Path
@@ -19,17 +18,20 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from citeline.analyzer import _steps
-from citeline.analyzer._analyze import analyze
-from citeline.analyzer._store import connect
+from citeline.analyzer import steps as _steps
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.store import connect
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
+from tests.test_layering import import_graph, reaches
 
 ANALYZER = Path(__file__).resolve().parent.parent / "analyzer"
 QUERIES = [p.name[:-4] for p in resources.files("citeline.queries").iterdir() if p.name.endswith(".sql")]
 #: the run's own modules: no import circle may pass through one of them
-RUN_MODULES = {"_analyze", "_workers", "_steps", "_joining", "_splitting", "_storing", "_judging", "judges._rules",
-               "_partitioned", "_partition_tasks", "_claims", "_locators"}  # fmt: skip
+RUN_MODULES = {
+    *("run.analyze", "run.joining", "run.splitting", "run.storing", "run.judging", "scaleout.partitioned"),
+    *("workers", "steps", "judges._rules", "scaleout.tasks", "claims.splitter", "claims.locators"),
+}
 
 
 def _declared() -> dict[str, tuple[tuple[str, str], ...]]:
@@ -148,10 +150,10 @@ def _source(path: Path) -> str:
 
 
 def test_no_python_assembles_a_query_file_into_create_as_outside_the_runner() -> None:
-    """The Python that prepended CREATE ... AS / INSERT INTO to query text is gone: only _steps does it."""
+    """The Python that prepended CREATE ... AS / INSERT INTO to query text is gone: only steps does it."""
     offenders = []
     for f in sorted(ANALYZER.rglob("*.py")):
-        if f.name == "_steps.py":
+        if f == ANALYZER / "steps.py":
             continue
         text = _source(f)
         if re.search(r"(CREATE OR REPLACE TEMP TABLE|INSERT INTO)[^\"']*[\"']\s*\+\s*(sql|_sql_text)\(", text):
@@ -164,58 +166,25 @@ def test_no_python_assembles_a_query_file_into_create_as_outside_the_runner() ->
 def test_no_python_module_of_the_run_repeats_column_types() -> None:
     """Column types live in SQL: no polars schema dict (pl.Utf8, pl.List, ...) in the run's modules."""
     run = [ANALYZER / f"{m.replace('.', '/')}.py" for m in RUN_MODULES]
-    run += [ANALYZER / "_prompt_context.py", ANALYZER / "_source_openinference.py", ANALYZER / "_store.py"]
+    run += [ANALYZER / "sources/prompt_context.py", ANALYZER / "sources/openinference.py", ANALYZER / "store.py"]
     types = r"\bpl\.(Utf8|Int64|Int32|Boolean|List|Date|Float64)\b"
     typed = sorted(f.name for f in run if re.search(types, _source(f)))
     assert typed == []
 
 
-def _imports() -> dict[str, set[str]]:
-    """The analyzer's import graph, every import counted (module level and inside functions)."""
-    mods = {".".join(f.relative_to(ANALYZER).with_suffix("").parts).removesuffix("__init__").rstrip("."): f
-            for f in ANALYZER.rglob("*.py")}  # fmt: skip
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for m, f in mods.items():
-        pkg = m if f.name == "__init__.py" else m.rpartition(".")[0]
-        for node in ast.walk(ast.parse(_source(f))):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = pkg
-                for _ in range(node.level - 1):
-                    base = base.rpartition(".")[0]
-                target = ".".join(x for x in (base, node.module or "") if x)
-                for alias in node.names:
-                    cand = f"{target}.{alias.name}".lstrip(".")
-                    hit = cand if cand in mods else target
-                    if hit in mods and hit != m:
-                        graph[m].add(hit)
-    return graph
-
-
 def test_no_import_circle_passes_through_the_run() -> None:
-    """_analyze -> _workers -> _analyze (the pool's warm-up) and _workers <-> judges._rules are gone: the
-    run hands the split step its executor and names the modules its pool preloads (and _perturb <->
-    _perturb_judge: the cell a perturbation leaves is the judge's own type)."""
-    graph = _imports()
-
-    def reaches(a: str, b: str) -> bool:
-        seen, todo = set(), [a]
-        while todo:
-            for n in graph[todo.pop()]:
-                if n == b:
-                    return True
-                if n not in seen:
-                    seen.add(n)
-                    todo.append(n)
-        return False
-
+    """run.analyze -> workers -> run.analyze (the pool's warm-up) and workers <-> judges._rules are gone: the
+    run hands the split step its executor and names the modules its pool preloads (and perturb <->
+    perturb_judge: the cell a perturbation leaves is the judge's own type). No circle anywhere else in the
+    analyzer is tests/test_layering.py's."""
+    graph = import_graph()
     assert sorted(m for m in RUN_MODULES if m not in graph) == []
-    circles = sorted(m for m in graph if reaches(m, m))  # and none anywhere else in the analyzer
-    assert circles == []
-    assert graph["_workers"] == set()  # the pool knows nothing of the analyzer
+    assert sorted(m for m in RUN_MODULES if reaches(graph, m, m)) == []
+    assert graph["workers"] == set()  # the pool knows nothing of the analyzer
 
 
 def test_gold_draft_calls_the_join_step() -> None:
     """gold draft joins traces with the run's own join step, not a replay through private names."""
-    text = _source(ANALYZER / "_gold_sources.py")
+    text = _source(ANALYZER / "drafting/draft.py")
     assert "joining.begin(" in text and "joining.join(" in text
-    assert not re.search(r"from \._analyze import[^\n]*\b_", text)
+    assert not re.search(r"from citeline\.analyzer\.run\.analyze import[^\n]*\b_", text)

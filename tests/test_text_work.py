@@ -10,10 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer import _analyze, _splitting, _steps, _workers
-from citeline.analyzer._store import sql
+from citeline.analyzer import steps as _steps
+from citeline.analyzer import workers as _workers
 from citeline.analyzer.judges import _rules
-from citeline.analyzer.judges._text import numbers, overlap, shared_numbers, stems
+from citeline.analyzer.run import analyze as _analyze
+from citeline.analyzer.run import splitting as _splitting
+from citeline.analyzer.store import sql
+from citeline.analyzer.text import numbers, overlap, shared_numbers, stems
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -95,8 +98,8 @@ def test_a_judgment_keeps_the_cache_key_it_was_stored_under(
     import hashlib
     import json
 
-    from citeline.analyzer._judging import CachedJudge
     from citeline.analyzer.judges import RulesJudge
+    from citeline.analyzer.run.judging import CachedJudge
 
     judge = RulesJudge(coverage=coverage)
     cached = CachedJudge(duckdb.connect(), judge)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer._analyze import analyze
+from citeline.analyzer.run.analyze import analyze
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 

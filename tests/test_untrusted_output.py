@@ -18,9 +18,9 @@ import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
 
-from citeline.analyzer._cli import main
-from citeline.analyzer._escape import is_span_id, is_trace_id, md, term
-from citeline.analyzer._report import span_url, trace_url
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.escaping import is_span_id, is_trace_id, md, term
+from citeline.analyzer.reports.report import span_url, trace_url
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
 
@@ -177,9 +177,9 @@ def test_ids_and_escapers() -> None:
 
 @pytest.mark.integration
 def test_annotate_never_writes_onto_an_id_that_is_no_span_id(store: Path, phoenix: Any) -> None:
-    from citeline.analyzer._phoenix import annotate
-    from citeline.analyzer._report import resolve_run
-    from citeline.analyzer._store import connect
+    from citeline.analyzer.phoenix.annotate import annotate
+    from citeline.analyzer.reports.report import resolve_run
+    from citeline.analyzer.store import connect
 
     con = connect(store)
     try:

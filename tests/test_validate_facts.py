@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.analyzer._cli import main
-from citeline.analyzer._gold import load_gold
+from citeline.analyzer.cli.main import main
+from citeline.analyzer.gold.goldset import load_gold
 
 GOLD = """\
 corpus:

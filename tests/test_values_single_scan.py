@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer.judges._text import values
+from citeline.analyzer.text import values
 from tests.values_oracle import values_by_pattern
 
 DATA = Path(__file__).resolve().parent / "data"

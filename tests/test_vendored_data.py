@@ -35,8 +35,7 @@ def test_the_repository_cites_only_what_it_holds() -> None:
     files = [
         *root.glob("*.md"),
         *root.glob("docs/*.md"),
-        *root.glob("analyzer/*.py"),
-        *root.glob("analyzer/judges/*.py"),
+        *root.glob("analyzer/**/*.py"),
         *root.glob("instrumentation/*.py"),
     ]
     files += [*root.glob("queries/*.sql"), *root.glob("examples/*.py")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from citeline.analyzer.judges._text import (
+from citeline.analyzer.text import (
     _BARE,
     _CURRENCY_CODES,
     _CURRENCY_SYMBOLS,

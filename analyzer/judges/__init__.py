@@ -11,9 +11,9 @@ part of the cache key), and a batch form ``judge_many``. Third-party judges
 register a factory in the ``citeline.judges`` entry point group.
 """
 
-from ._api import LABELS, BaseJudge, Judge, JudgeItem, Judgment, Source, ident, judge_all
-from ._registry import JudgeNotFound, available, load
-from ._rules import RulesJudge
+from citeline.analyzer.judges._api import LABELS, BaseJudge, Judge, JudgeItem, Judgment, Source, ident, judge_all
+from citeline.analyzer.judges._registry import JudgeNotFound, available, load
+from citeline.analyzer.judges._rules import RulesJudge
 
 __all__ = [
     "LABELS",

@@ -12,15 +12,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._api import BaseJudge, Judge, JudgeItem, Judgment, Source, as_item, judge_all, reads_context
-from ._rules import RulesJudge
+from citeline.analyzer.judges._api import (
+    BaseJudge,
+    Judge,
+    JudgeItem,
+    Judgment,
+    Source,
+    as_item,
+    judge_all,
+    reads_context,
+)
+from citeline.analyzer.judges._rules import RulesJudge
 
 
 class EnsembleJudge(BaseJudge):
     name = "ensemble"
 
     def __init__(self, judge: str = "llm", **options: Any) -> None:
-        from ._registry import load
+        from citeline.analyzer.judges._registry import load
 
         if judge == "ensemble":
             raise ValueError("judge=ensemble: the ensemble needs a model judge (llm, nli or a plug-in)")

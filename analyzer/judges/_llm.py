@@ -33,9 +33,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from citeline.analyzer.judges._api import LABELS, BaseJudge, JudgeItem, Judgment, Source, as_item, failed
 from citeline.instrumentation._redact import redact_text, redact_url
-
-from ._api import LABELS, BaseJudge, JudgeItem, Judgment, Source, as_item, failed
 
 log = logging.getLogger("citeline.judges.llm")
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._api import BaseJudge, JudgeItem, Judgment, as_item
-from ._rules import sentences
+from citeline.analyzer.judges._api import BaseJudge, JudgeItem, Judgment, as_item
+from citeline.analyzer.judges._rules import sentences
 
 _ALIASES = {
     "entailment": "entailed",

@@ -1,6 +1,6 @@
 """The rules judge's qualifier readers (v3): what a claim says about its numbers and its subject beyond
 the words themselves. Each reader is one function with the example that motivates it; each reads a claim
-sentence and its evidence window as folded text (``_text.fold``) and answers a verdict, or None when it
+sentence and its evidence window as folded text (``text.fold``) and answers a verdict, or None when it
 has nothing to say. They only take back what the word coverage would call entailed.
 
 - ``comparison``: "orders under $50" vs "orders over $50"; "at least" vs "at most"; "before" vs "since";
@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._api import Judgment
-from ._text import _STOP, Value, _stem, value_present, value_spans
+from citeline.analyzer.judges._api import Judgment
+from citeline.analyzer.text import _STOP, Value, _stem, value_present, value_spans
 
 _WORD = re.compile(r"[a-z][a-z\-']{2,}")
 _CLAUSE = re.compile(r"[,.;:!?()\[\]\"“”]|\b(?:but|which|that|because|while|although|though|whereas|if|when)\b")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any, cast
 
-from ._api import Judge
+from citeline.analyzer.judges._api import Judge
 
 GROUP = "citeline.judges"
 _BUILTIN = {

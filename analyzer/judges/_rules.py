@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
-from .. import _workers
-from . import _qualifiers as qual
-from ._api import BaseJudge, JudgeItem, Judgment, as_item
-from ._text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, value_present, values
+from citeline.analyzer import workers as _workers
+from citeline.analyzer.judges import _qualifiers as qual
+from citeline.analyzer.judges._api import BaseJudge, JudgeItem, Judgment, as_item
+from citeline.analyzer.text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, value_present, values
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
 _SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")

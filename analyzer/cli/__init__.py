@@ -1,0 +1,1 @@
+"""The command line (``citeline``): one module per family of commands."""

@@ -1,0 +1,1 @@
+"""Reports over a stored run: buckets, funnel, trends, gates; as a table, Markdown, JSON or an HTML page."""

@@ -1,0 +1,1 @@
+"""Partitioned runs on a Dask cluster: the driver and the map and reduce tasks its workers run."""

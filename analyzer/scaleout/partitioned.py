@@ -1,0 +1,510 @@
+"""Partitioned runs on Dask: ``citeline analyze --engine dask [--scheduler tcp://HOST:PORT]``, the driver.
+
+Classification only ever joins within one trace, so a run splits by trace and each part runs
+citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md):
+
+1. **map**: each map task ingests a share of the trace files (local paths, or object URLs that
+   ``_lake`` reads on the worker with the worker's own credentials) into a DuckDB in memory, with
+   every check ``ingest`` makes, and cuts the spans into ``partitions`` Parquet pieces by
+   ``hash(trace_id)``: a trace split across lines and files lands whole in one partition;
+2. **reduce**: per partition, a worker loads its pieces (a span read in two files keeps the reading
+   of the first file, as ingest does) into a DuckDB in memory and runs ``analyze`` over it, with the
+   gold set, labels, judge and the store's judgments shipped once per worker; the worker's text work
+   runs in the worker (``workers.in_process``: no nested pools);
+3. **merge** (the driver): ``file_traces`` and ``ingested_files`` go into the store as ingest would
+   have put them, from each map task; each partition's spans (as its reduce read them: each span
+   once, a fresh store's in one append) and result rows go in under the run's one id; the
+   coverage and problems are summed from the partitions' tallies, each gold case a partition did not
+   see counted once over all of them; new judgments join the store's cache.
+
+A task whose worker is lost is run again (Dask reschedules it; map pieces that died with a worker
+are made again); a partition that fails twice is named in the run's problems and makes the run
+exit 1, never missing silently. Attempts are counted from the tasks' own events. What the workers
+run is in ``tasks.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from citeline.analyzer import judges
+from citeline.analyzer.gold.goldset import GoldSet
+from citeline.analyzer.judges import Judge
+from citeline.analyzer.run import joining, splitting, storing
+from citeline.analyzer.run.analyze import (
+    DEFAULT_ABSTAIN_PHRASES,
+    InputError,
+    check_traces,
+    evidence_hash,
+    load_evidence,
+    nothing_readable,
+    run_settings,
+    usage,
+)
+from citeline.analyzer.run.judging import human_table
+from citeline.analyzer.run.result import AnalysisResult
+from citeline.analyzer.scaleout import tasks as work
+from citeline.analyzer.sources import lake as _lake
+from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, Problem, trace_files
+from citeline.analyzer.store import DEFAULT_DB, connect
+
+#: bytes of trace files one map task reads at most (a file is never cut)
+MAP_BYTES = 256 * 1024 * 1024
+
+
+#: Dask settings a worker should run citeline's partitions with. Its sampling profiler (every 10 ms) and
+#: its event loop's tick (every 20 ms) each take the GIL from the task thread; a partition's text work
+#: holds it, and measured on a LocalCluster worker they cost it 35% (100k traces, 8 partitions: analyze
+#: 92.8 CPU-s with Dask's defaults, 78.5 with no profiler, 68.6 with no profiler and a 1 s tick, the
+#: same 68 as one plain process; docs/scale-out.md). A LocalCluster started here gets them; workers of
+#: a cluster of your own get them from the environment (DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False,
+#: DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s), as docker-compose.yml sets.
+WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+
+class EngineError(Exception):
+    """The cluster cannot be reached or started (a wrong --scheduler, dask not installed)."""
+
+
+# ---- the driver -----------------------------------------------------------------------------------
+
+
+def _client(scheduler: str | None, workers: int) -> tuple[Any, Callable[[], None]]:
+    """A client of the cluster at ``scheduler``, or of a LocalCluster of ``workers`` one-thread processes."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise EngineError("--engine dask needs dask.distributed: pip install 'citeline[dask]'") from exc
+    dist: Any = distributed  # its functions carry no annotations
+    if scheduler:
+        try:
+            client = dist.Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise EngineError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from exc
+        return client, client.close
+    cluster = local_cluster(workers)
+    client = dist.Client(cluster)
+
+    def close() -> None:
+        client.close()
+        cluster.close()
+
+    return client, close
+
+
+def local_cluster(workers: int) -> Any:
+    """A LocalCluster of ``workers`` one-thread processes on loopback, each run with :data:`WORKER_CONFIG`."""
+    import dask
+    import distributed
+
+    dist: Any = distributed
+    # a task lost twice with its worker fails; the workers' nannies take the config as it is here
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1, **WORKER_CONFIG}):
+        return dist.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+        )
+
+
+def _inputs(traces: Sequence[str | Path]) -> tuple[list[tuple[str, int]], list[Problem]]:
+    """Every trace file the run reads, with its size, in the order ingest reads them; what could not be listed."""
+    problems: list[Problem] = []
+    files = [(str(f), f.stat().st_size) for f in trace_files([t for t in traces if not _lake.is_url(t)])]
+    for url in (str(t) for t in traces if _lake.is_url(t)):
+        try:
+            files.extend(_lake.listing(url, PATTERNS))
+        except _lake.LakeError as exc:
+            problems.append(Problem(url, "-", "-", f"{str(exc).removeprefix(f'{url}: ')}; skipped"))
+    return sorted(dict.fromkeys(files)), problems
+
+
+def _map_groups(files: list[tuple[str, int]], tasks: int) -> list[list[int]]:
+    """Cut the files (in order) into ``tasks`` runs of about equal bytes; the file indexes of each."""
+    total = sum(size for _f, size in files) or 1
+    groups: list[list[int]] = [[] for _ in range(tasks)]
+    done = 0
+    for i, (_f, size) in enumerate(files):
+        groups[min(tasks - 1, done * tasks // total)].append(i)
+        done += size
+    return [g for g in groups if g]
+
+
+def _context(
+    con: duckdb.DuckDBPyConnection,
+    gold_set: GoldSet,
+    gold_key: str,
+    labels: str | Path | None,
+    judge: str | Judge,
+    judge_options: Mapping[str, Any] | None,
+    settings: dict[str, Any],
+) -> tuple[work.Context, Judge]:
+    local = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
+    shipped: Judge | tuple[str, dict[str, Any]] = (
+        (judge, dict(judge_options or {})) if isinstance(judge, str) else judge
+    )
+    cached = con.sql(
+        "SELECT * FROM judgments WHERE judge = $j AND version = $v", params={"j": local.name, "v": local.version}
+    ).to_arrow_table()
+    label_file = (Path(labels).name, Path(labels).read_bytes()) if labels else None
+    return work.Context(gold_set, gold_key, label_file, shipped, work.parquet(cached), settings), local
+
+
+def analyze_partitioned(
+    db: str | Path = DEFAULT_DB,
+    *,
+    gold: str | Path | None = None,
+    corpus: str | Path | None = None,
+    traces: Sequence[str | Path],
+    judge: str | Judge = "rules",
+    judge_options: Mapping[str, Any] | None = None,
+    labels: str | Path | None = None,
+    abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
+    answer_keys: Mapping[str, str] | None = None,
+    attach: str | None = None,
+    exempt: Collection[str] | None = None,
+    scheduler: str | None = None,
+    workers: int = 2,
+    partitions: int | None = None,
+    map_tasks: int | None = None,
+    client: Any = None,
+    on_phase: Callable[[str], None] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> AnalysisResult:
+    """``analyze`` over ``traces`` as partitions of whole traces on a Dask cluster: the same rows, one run.
+
+    ``scheduler`` is a running scheduler's address (``tcp://host:8786``); without it a LocalCluster of
+    ``workers`` one-thread processes is started and stopped here (``client`` passes one already made).
+    ``partitions`` (default: four per worker thread) and ``map_tasks`` (default: one per 256 MiB of
+    trace files, at least one per worker thread) change how the run is cut, never what it finds.
+
+    Raises :class:`InputError` as ``analyze`` does, and :class:`EngineError` when no cluster can be had.
+    """
+    attach, exempt, _keys = run_settings(attach, exempt, answer_keys)  # a wrong one raises before anything runs
+    if not traces:
+        raise InputError("--engine dask reads trace files: give --traces (a run over the store is one process)")
+    gold_set, gold_source = load_evidence(gold, corpus)  # read here once; the workers get it as read
+    gold_key = evidence_hash(gold, corpus)
+    check_traces(traces)
+    files, listing_problems = _inputs(traces)
+    if all(_lake.is_url(t) for t in traces) and not files:
+        raise nothing_readable(listing_problems)
+    phase = on_phase or (lambda _name: None)
+    tick = on_progress or (lambda _name, _done, _total: None)
+    own = client is None
+    close: Callable[[], None] = lambda: None  # noqa: E731
+    if own:
+        phase("starting a Dask cluster" if not scheduler else f"connecting to {scheduler}")
+        client, close = _client(scheduler, workers)
+    con = connect(db)
+    try:
+        threads = max(1, sum(client.nthreads().values()))
+        parts = max(1, partitions or 4 * threads)
+        total = sum(size for _f, size in files)
+        tasks = max(1, min(len(files), map_tasks or max(threads, -(-total // MAP_BYTES))))
+        settings = {"abstain_phrases": list(abstain_phrases), "answer_keys": answer_keys, "attach": attach,
+                    "exempt": exempt}  # fmt: skip
+        ctx, local_judge = _context(con, gold_set, gold_key, labels, judge, judge_options, settings)
+        run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return _run(client, con, files, listing_problems, tasks, parts, ctx, local_judge, gold_set,
+                    (gold_source, gold_key), labels, db, run_id, started, scheduler, phase, tick)  # fmt: skip
+    finally:
+        con.close()
+        if own:
+            close()
+
+
+def _run(
+    client: Any,
+    con: duckdb.DuckDBPyConnection,
+    files: list[tuple[str, int]],
+    listing_problems: list[Problem],
+    tasks: int,
+    parts: int,
+    ctx: work.Context,
+    local_judge: Judge,
+    gold_set: Any,
+    source: tuple[str, str],  # the gold set's name as runs records it, and its files' hash
+    labels: str | Path | None,
+    db: str | Path,
+    run_id: str,
+    started: dt.datetime,
+    scheduler: str | None,
+    phase: Callable[[str], None],
+    tick: Callable[[str, int, int], None],
+) -> AnalysisResult:
+    import distributed
+
+    as_completed: Any = distributed.as_completed
+
+    groups = _map_groups(files, tasks)
+    workers = len(client.nthreads())
+    prefix = "citeline-" + uuid.uuid4().hex[:8]  # this run's tasks and events, on a cluster others may share
+    maps = [
+        client.submit(work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}", retries=1)
+        for m, g in enumerate(groups)
+    ]
+    pieces = [[client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
+              for m, mf in enumerate(maps)]  # fmt: skip
+    # each partition's pieces, held until its reduce is stored: a partition that fails twice has its
+    # spans stored from them, as ingest would have stored them
+    wanted = {p: [r[p] for r in pieces] for p in range(parts)}
+    metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
+    del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
+    # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
+    # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
+    shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
+    reduces = {
+        client.submit(work.reduce_partition, prefix, p, wanted[p], shipped, key=f"{prefix}-part-{p}", retries=1): p
+        for p in range(parts)
+    }  # fmt: skip
+    # the map phase: each file's traces and the files read, as ingest would have stored them (the spans
+    # come back with the partitions: each partition's reduce has read them once, first file first)
+    phase(f"reading {len(files)} trace file(s) in {len(groups)} map task(s) on {workers} worker(s)")
+    report = IngestReport(paths=[f for f, _s in files])
+    seconds: dict[str, Any] = {"map": [], "reduce": [], "store_ingest": 0.0, "store_spans": 0.0,
+                               "store_rows": 0.0}  # fmt: skip
+    del pieces
+    # the store's spans before this run: none (a fresh store), and a partition's spans go in without a join
+    fresh = not con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]
+    for m, meta_f in enumerate(metas):
+        try:
+            meta = meta_f.result()
+        except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
+            lost = [files[i][0] for i in groups[m]]
+            report.paths = [p for p in report.paths if p not in lost]
+            report.problems.append(Problem("partitioned run", f"map task {m + 1} of {len(groups)}", "-",
+                                           f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from "
+                                           f"{lost[0]}; run again"))  # fmt: skip
+        else:
+            t = time.perf_counter()
+            _store_ingest(con, meta, report)
+            seconds["store_ingest"] += time.perf_counter() - t
+            seconds["map"].append(meta["seconds"])
+        tick("reading trace files", m + 1, len(groups))
+    report.problems.extend(listing_problems)
+    del metas
+    # the reduce phase: every partition's rows under this run's id, as each finishes
+    phase(f"classifying {parts} partition(s)")
+    outs: list[dict[str, Any]] = []
+    failed: list[tuple[int, str]] = []
+    for n, (fut, out) in enumerate(as_completed(list(reduces), with_results=True, raise_errors=False), 1):
+        part = reduces.pop(fut)  # the scheduler drops a stored partition's result (its spans)
+        if fut.status != "finished" or isinstance(out, BaseException):  # erred, or cancelled by the scheduler
+            why = fut.exception() if fut.status == "error" else out
+            failed.append((part, _why(why if isinstance(why, BaseException) else None)))
+            got = [p for p in client.gather(wanted.pop(part), errors="skip") if p is not None]  # a lost map: skipped
+            t = time.perf_counter()
+            report.spans_added += _store_spans(con, work.first_readings(con, got)[1], fresh)
+            seconds["store_spans"] += time.perf_counter() - t
+        else:
+            del wanted[part]
+            t = time.perf_counter()
+            report.spans_added += _store_spans(con, out["spans"], fresh)
+            seconds["store_spans"] += time.perf_counter() - t
+            t = time.perf_counter()
+            _store_rows(con, run_id, out)
+            seconds["store_rows"] += time.perf_counter() - t
+            seconds["reduce"].append({**out["seconds"], "traces": out["traces_read"]})
+            outs.append({k: v for k, v in out.items() if k not in ("rows", "spans")})  # the tallies, for _finish
+        tick("classifying partitions", n, parts)
+    phase("storing the run")
+    attempts = _attempts(client, prefix)
+    result = _finish(con, run_id, started, report, outs, failed, parts, len(groups), attempts, local_judge, gold_set,
+                     source, labels, db, scheduler, workers)  # fmt: skip
+    result.engine["seconds"] = seconds  # each task's own timings and the driver's storing: bench/scaleout.py
+    result.engine["sampling_workers"] = _sampling_workers(client)
+    return result
+
+
+def _sampling_workers(client: Any) -> int | None:
+    """How many of the cluster's workers run without :data:`WORKER_CONFIG` (Dask's profiler or its 20 ms
+    tick): the same rows, about a third slower. None (unknown, not "none") when they cannot be asked."""
+
+    def settings() -> dict[str, Any]:
+        import dask
+
+        return {k: dask.config.get(k, None) for k in WORKER_CONFIG}
+
+    try:
+        got = client.run(settings)
+    except Exception:  # noqa: BLE001 - advice only: a cluster that refuses client.run still ran the run
+        return None
+    return sum(1 for v in got.values() if v != WORKER_CONFIG)
+
+
+def _why(exc: BaseException | None) -> str:
+    if exc is None:
+        return "lost"
+    text = str(exc).strip().splitlines()[0][:200] if exc is not None and str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _attempts(client: Any, prefix: str) -> dict[str, dict[int, int]]:
+    """How many times each map task and partition was started (their own events: a lost one starts again)."""
+    out: dict[str, dict[int, int]] = {"map": {}, "partition": {}}
+    for topic, kind, key in ((work.MAP_EVENTS, "map", "task"), (work.REDUCE_EVENTS, "partition", "partition")):
+        for _time, msg in client.get_events(topic):
+            if msg.get("run") == prefix:  # a cluster's events are all its runs': this run's own
+                out[kind][int(msg[key])] = out[kind].get(int(msg[key]), 0) + 1
+    return out
+
+
+def _store_spans(con: duckdb.DuckDBPyConnection, pieces: list[bytes], fresh: bool) -> int:
+    """One partition's spans (each read once: ``work.first_readings``) into the store, in one insert; how many.
+
+    Partitions hold disjoint traces, so only spans stored before this run can be there already: in a
+    ``fresh`` store there are none, and the insert is an append (no join with a growing table).
+    """
+    if not pieces:
+        return 0
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    con.register("_part_spans", pa.concat_tables([work.arrow(p) for p in pieces]))
+    try:
+        new = "" if fresh else (" AS n WHERE NOT EXISTS (SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id"
+                                " AND old.span_id = n.span_id)")  # fmt: skip
+        added = con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _part_spans" + new).fetchall()
+    finally:
+        con.unregister("_part_spans")
+    return int(added[0][0]) if added else 0
+
+
+def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: IngestReport) -> None:
+    """One map task's file_traces and ingested_files into the store, and its report into the run's."""
+    con.register("_ft", work.arrow(meta["file_traces"]))  # one set-based insert: executemany costs ~1 ms a row
+    con.execute(
+        "INSERT INTO file_traces BY NAME SELECT DISTINCT * FROM _ft AS b WHERE NOT EXISTS (SELECT 1 FROM file_traces "
+        "AS f WHERE f.source_file = b.source_file AND f.trace_id = b.trace_id)"
+    )
+    con.unregister("_ft")
+    held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
+    fresh = [row for row in meta["ingested"] if (str(row[0]), int(row[1])) not in held]  # read again: recorded once
+    if fresh:
+        con.executemany("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)", fresh)
+    got: IngestReport = meta["report"]
+    report.files += got.files
+    report.bytes += got.bytes
+    report.problems.extend(got.problems)
+    dropped = set(meta["files"]) - set(got.paths)  # files ingest skipped whole (not a trace file, broken gzip)
+    report.paths = [p for p in report.paths if p not in dropped]
+
+
+def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]) -> None:
+    """One partition's rows under the run's id, and its new judgments into the store's cache."""
+    for table, data in out["rows"].items():  # names from work.RESULT_TABLES, never user input
+        con.register("_rows", work.arrow(data))
+        if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
+            _store_once(con, table, run_id)
+        else:
+            con.execute(f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM _rows", {"r": run_id})
+        con.unregister("_rows")
+    con.register("_new", work.arrow(out["judgments"]))
+    con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _new")
+    con.unregister("_new")
+
+
+def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
+    """Rows of ``_rows`` the run does not hold yet (each partition gives the gold-derived rows again)."""
+    con.execute(
+        f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM "
+        f"(SELECT DISTINCT * FROM _rows EXCEPT SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r)",
+        {"r": run_id},
+    )
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    started: dt.datetime,
+    report: IngestReport,
+    outs: list[dict[str, Any]],
+    failed: list[tuple[int, str]],
+    parts: int,
+    maps: int,
+    attempts: dict[str, dict[int, int]],
+    judge: Judge,
+    gold_set: Any,
+    source: tuple[str, str],
+    labels: str | Path | None,
+    db: str | Path,
+    scheduler: str | None,
+    workers: int,
+) -> AnalysisResult:
+    """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
+    label_errors = human_table(con, labels)
+    joining.gold_tables(con, gold_set)
+    # text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE t_skipped AS SELECT kind, sum(units)::BIGINT AS units FROM run_skipped_text "
+        "WHERE run_id = $r GROUP BY kind",
+        {"r": run_id},
+    )
+    con.execute("DELETE FROM run_skipped_text WHERE run_id = $r", {"r": run_id})
+    con.execute("INSERT INTO run_skipped_text BY NAME SELECT $r AS run_id, * FROM t_skipped", {"r": run_id})
+    tallies = joining.Tallies()
+    for out in outs:
+        t = out["tallies"]
+        tallies.joined_by_content += t["joined_by_content"]
+        tallies.unjoined |= t["unjoined"]
+        o = t["openinference"]
+        tallies.oi.traces += o.traces
+        tallies.oi.no_prompt += o.no_prompt
+        tallies.oi.unjoined |= o.unjoined
+        for how, n in o.joined.items():
+            tallies.oi.joined[how] = tallies.oi.joined.get(how, 0) + n
+    report.problems.extend(tallies.problems())
+    for part, why in sorted(failed):
+        (n,) = con.execute(
+            "SELECT count(DISTINCT trace_id) FROM spans WHERE hash(trace_id) % $p = $b AND trace_id IN "
+            "(SELECT trace_id FROM file_traces WHERE list_contains($files, source_file))",
+            {"p": parts, "b": part, "files": report.paths},
+        ).fetchall()[0]
+        report.problems.append(
+            Problem(
+                "partitioned run",
+                f"partition {part + 1} of {parts}",
+                "-",
+                f"failed twice ({why}): its {n} trace(s) are not classified; run again (the store keeps the rest)",
+            )
+        )
+    report.skipped = sum(p.skipped for p in report.problems)
+    errors = gold_set.errors + label_errors
+    traces_read = sum(int(out["traces_read"]) for out in outs)
+    ident = judges.ident(judge)
+    # a gold case is missing when no partition's trace answered it: counted once over them all
+    counts = storing.store_run(con, run_id, started, problems=report.problems, errors=errors + gold_set.warnings,
+                               gold_source=source[0], judge=ident, skipped=report.skipped + len(errors),
+                               traces_read=traces_read, gold_hash=source[1])  # fmt: skip
+    unmatched = storing.unmatched_count(con, run_id)
+    result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
+    result.warnings = [str(w) for w in gold_set.warnings]
+    result.skipped_text = splitting.skipped_counts(con, run_id)
+    judged = [out["judge"] for out in outs]
+    result.judge = {
+        "name": ident,
+        "asked": sum(j["asked"] for j in judged),  # a pair partitions on two workers met is asked by each
+        "cached": sum(j["cached"] for j in judged),
+        "failed": sum(j["failed"] for j in judged),
+        **usage(judge),
+    }
+    retries = sum(n - 1 for kind in attempts.values() for n in kind.values() if n > 1)
+    result.engine = {
+        "name": "dask",
+        "scheduler": scheduler or "LocalCluster",
+        "workers": workers,
+        "map_tasks": maps,
+        "partitions": parts,
+        "retries": retries,
+        "failed_partitions": [p + 1 for p, _w in sorted(failed)],
+    }
+    if str(db) == ":memory:":  # the store goes with this connection: read the rows now
+        _ = result.claims, result.cases, result.coverage
+    result.con = None
+    return result

@@ -1,0 +1,262 @@
+"""What a partitioned run's workers do (analyzer/scaleout/partitioned.py drives them): map and reduce tasks.
+
+Each task is a plain function of picklable arguments, run by a Dask worker: ``map_files`` ingests a
+share of the trace files into a DuckDB in memory and cuts the spans into Parquet pieces by
+``hash(trace_id)``; ``reduce_partition`` runs ``analyze`` over one partition's pieces with the
+run's context (gold set, labels, judge, cached judgments), shipped once per worker and laid out on
+its disk once. Each task records its start as a Dask event, so the driver counts attempts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from citeline.analyzer import judges
+from citeline.analyzer import workers as _workers
+from citeline.analyzer.gold.goldset import GoldSet
+from citeline.analyzer.judges import Judge
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.sources.ingest import ingest
+from citeline.analyzer.store import connect
+
+#: the rows a partition hands back, per table of the store (each keyed by the run id)
+RESULT_TABLES = ("claim_results", "case_results", "unmatched_traces", "run_skipped_text", "run_span_chunks",
+                 "run_feedback", "run_chunks", "run_support")  # fmt: skip
+MAP_EVENTS, REDUCE_EVENTS = "citeline-map", "citeline-partition"
+
+
+@dataclass
+class Context:
+    """What every partition needs: sent as one task's result (:func:`context`), which each worker running
+    a partition fetches once and keeps for the run (a task's result is made again if its worker is lost;
+    scattered data would be lost with it)."""
+
+    gold: GoldSet  # as the driver read it (--gold, --corpus or both): no worker parses YAML
+    gold_key: str  # the gold and corpus files' content hash (what the driver read)
+    labels: tuple[str, bytes] | None
+    judge: Judge | tuple[str, dict[str, Any]]  # an instance, or a name and options loaded on the worker
+    judgments: bytes  # the store's cached judgments of this judge, as Parquet
+    settings: dict[str, Any] = field(default_factory=dict)  # abstain_phrases, answer_keys, attach, exempt
+
+    def digest(self) -> str:
+        """The gold and corpus files' hash and the labels, name and bytes: what a worker keeps per run."""
+        h = hashlib.sha256(b"gold\0" + self.gold_key.encode())
+        if self.labels:
+            h.update(b"labels\0" + self.labels[0].encode() + b"\0" + hashlib.sha256(self.labels[1]).digest())
+        return h.hexdigest()
+
+
+def context(ctx: Context) -> Context:
+    """The run's context as a task result: each worker that runs a partition fetches it once."""
+    return ctx
+
+
+#: per worker process: each labels file laid out on disk once, each judge named by options built once; the
+#: same labels in the next run on a long-lived cluster are found again
+_FILES: dict[str, Path | None] = {}
+_JUDGES: dict[str, Judge] = {}
+#: per worker process: the judgments this run's earlier partitions here made, by cache key, so a (claim,
+#: evidence) pair two partitions meet is judged once per worker, not once per partition; only the newest
+#: run is kept
+_LEARNED: dict[str, dict[str, tuple[str, str]]] = {}
+LEARNED_MAX = 2_000_000  # judgments kept (about 300 bytes each); past it, later partitions ask again
+
+
+def _learned(run: str) -> dict[str, tuple[str, str]]:
+    if run not in _LEARNED:
+        _LEARNED.clear()
+        _LEARNED[run] = {}
+    return _LEARNED[run]
+
+
+def _scratch() -> Path:
+    """A folder of this worker's own: inside its Dask local directory, which the worker removes when it
+    closes (a plain temporary folder outside a worker, e.g. a task called directly)."""
+    try:
+        from distributed import get_worker
+
+        base = Path(get_worker().local_directory)
+    except (ImportError, ValueError):
+        base = Path(tempfile.gettempdir())
+    return Path(tempfile.mkdtemp(prefix="citeline-partition-", dir=base))
+
+
+def _laid_out(ctx: Context) -> tuple[GoldSet, Path | None, Judge]:
+    """The run's gold set (read by the driver, once), its labels file on this worker's disk, its judge."""
+    key = ctx.digest()
+    if key not in _FILES:
+        labels = None
+        if ctx.labels is not None:
+            labels = _scratch() / ctx.labels[0]
+            labels.write_bytes(ctx.labels[1])
+        _FILES[key] = labels
+    if not isinstance(ctx.judge, tuple):  # an instance travels with the context
+        return ctx.gold, _FILES[key], ctx.judge
+    named = repr((ctx.judge[0], sorted(ctx.judge[1].items())))
+    if named not in _JUDGES:
+        _JUDGES[named] = judges.load(ctx.judge[0], **ctx.judge[1])
+    return ctx.gold, _FILES[key], _JUDGES[named]
+
+
+def _event(topic: str, msg: dict[str, Any]) -> None:
+    from distributed import get_worker
+
+    worker = get_worker()
+    worker.log_event(topic, {**msg, "worker": worker.address, "pid": os.getpid()})
+
+
+def parquet(table: Any) -> bytes:
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    out = io.BytesIO()
+    pq.write_table(table, out, compression="zstd")
+    return out.getvalue()
+
+
+def arrow(data: bytes) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(io.BytesIO(data))
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> None:
+    from distributed import get_worker
+
+    worker = get_worker()
+    nthreads = getattr(worker, "nthreads", None) or getattr(worker.state, "nthreads", 1)
+    con.execute(f"SET threads = {max(1, int(nthreads or 1))}")  # an int, never user input
+
+
+def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: int) -> dict[str, Any]:
+    """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition."""
+    _event(MAP_EVENTS, {"run": run, "task": task})
+    t0, c0 = time.perf_counter(), time.process_time()
+    con = connect(":memory:")
+    try:
+        _threads(con)
+        report = ingest(con, files)
+        t1 = time.perf_counter()
+        con.execute("CREATE TEMP TABLE t_rank (path VARCHAR, file_rank BIGINT)")
+        con.executemany("INSERT INTO t_rank VALUES (?, ?)", list(zip(files, ranks, strict=True)))
+        spans = con.sql(
+            "SELECT (hash(s.trace_id) % $parts)::BIGINT AS part, s.*, r.file_rank FROM spans AS s "
+            "LEFT JOIN t_rank AS r ON r.path = s.source_file",
+            params={"parts": parts},
+        ).to_arrow_table()
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+        pieces: list[bytes | None] = []
+        for p in range(parts):
+            piece = spans.filter(pc.equal(spans["part"], p)).drop_columns(["part"])
+            pieces.append(parquet(piece) if piece.num_rows else None)
+        meta = {
+            "files": files,
+            "report": report,
+            "file_traces": parquet(con.sql("SELECT * FROM file_traces").to_arrow_table()),  # a row per trace
+            "ingested": con.execute("SELECT * FROM ingested_files").fetchall(),
+            # what the bench reports: wall seconds, and the worker's CPU seconds (a shared machine's load aside)
+            "seconds": {"ingest": t1 - t0, "cut": time.perf_counter() - t1, "cpu": time.process_time() - c0},
+        }
+    finally:
+        con.close()
+    return {"pieces": pieces, "meta": meta}
+
+
+def piece(out: dict[str, Any], part: int) -> bytes | None:
+    piece: bytes | None = out["pieces"][part]
+    return piece
+
+
+def meta(out: dict[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = out["meta"]
+    return meta
+
+
+def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes]) -> tuple[Any, list[bytes]]:
+    """A partition's spans from its map pieces, each span once (a span read in two map tasks, the same
+    line in two files, keeps the first file's reading); as one Arrow table and as Parquet pieces.
+
+    Spans read twice are rare: when there are none the pieces go back as they came, not written again.
+    """
+    if not pieces:
+        return None, []
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    table = pa.concat_tables([arrow(p) for p in pieces])
+    con.register("_pieces", table)
+    try:
+        (twice,) = con.execute("SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM _pieces").fetchall()[0]
+        if not twice:
+            return table, pieces
+        kept = con.sql(
+            "SELECT * EXCLUDE (n) FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, span_id "
+            "ORDER BY file_rank) AS n FROM _pieces) WHERE n = 1"
+        ).to_arrow_table()
+        return kept, [parquet(kept)]
+    finally:
+        con.unregister("_pieces")
+
+
+def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context) -> dict[str, Any]:
+    """Run ``analyze`` over one partition's spans on this worker; its rows, tallies and new judgments."""
+    _event(REDUCE_EVENTS, {"run": run, "partition": part})
+    t0, c0 = time.perf_counter(), time.process_time()
+    gold, labels, judge = _laid_out(ctx)
+    con = connect(":memory:")
+    try:
+        _threads(con)
+        con.register("_cached", arrow(ctx.judgments))
+        con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _cached")
+        con.unregister("_cached")
+        con.execute("CREATE TEMP TABLE t_cached AS SELECT key FROM judgments")
+        present = [p for p in pieces if p is not None]
+        kept, back = first_readings(con, present)
+        if kept is not None:
+            con.register("_kept", kept)
+            con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _kept")
+            con.unregister("_kept")
+            del kept  # the partition's spans are in DuckDB now: one copy while analyze runs
+        t1 = time.perf_counter()
+        learned = _learned(run)
+        with _workers.in_process():
+            result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels,
+                             known=learned, **ctx.settings)  # fmt: skip
+        t2 = time.perf_counter()
+        rows = {
+            t: con.sql(
+                f"SELECT * EXCLUDE (run_id) FROM {t} WHERE run_id = $r", params={"r": result.run_id}
+            ).to_arrow_table()
+            for t in RESULT_TABLES  # names from this module, never user input
+        }
+        new = con.sql("SELECT * FROM judgments ANTI JOIN t_cached USING (key)").to_arrow_table()
+        if len(learned) < LEARNED_MAX:  # only a partition that got this far teaches the next ones
+            cols = new.select(["key", "label", "rationale"]).to_pydict()
+            learned.update(zip(cols["key"], zip(cols["label"], cols["rationale"], strict=True), strict=True))
+        out = {t: parquet(r) for t, r in rows.items()}
+        judged = parquet(new)
+        return {
+            "part": part,
+            "rows": out,
+            "judgments": judged,
+            "spans": back,  # the driver stores them: no second reading of the pieces there
+            "seconds": {
+                "load": t1 - t0,
+                "analyze": t2 - t1,
+                "rows": time.perf_counter() - t2,
+                "cpu": time.process_time() - c0,
+            },
+            "tallies": result.tallies,
+            "judge": dict(result.judge),
+            "traces_read": result.traces_read,
+        }
+    finally:
+        con.close()

@@ -1,0 +1,567 @@
+"""Trace files into the store: DuckDB parses, Python only counts lines and explains failures.
+
+Every span keeps the hash and length of the line it came from; when the lines
+that gave spans cover a file's bytes exactly, the file was read whole. If not,
+the file is re-read line by line to name each bad line; this slow path runs
+only for files with something wrong in them. Files already ingested at the same
+size are skipped; spans already stored are never added twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import gzip
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import orjson
+
+from citeline.analyzer import streaming as _streaming
+from citeline.analyzer.sources import lake as _lake
+from citeline.analyzer.store import SCHEMA_VERSIONS, run
+from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
+
+PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
+# One query reads a batch of files: fewer queries are faster (one query per file was 2-4x
+# slower), but DuckDB's multi-file reader holds more memory the more files and bytes are in
+# flight (8 files of 340 MB ran out of 1.5 GB where the same bytes in one file used 0.5 GB).
+BATCH_BYTES = 1024 * 1024 * 1024
+BATCH_FILES = 32
+# The batch query reads lines up to LINE_BYTES: DuckDB's CSV reader holds buffers of twice
+# that per thread, and 256 MiB lines made it run out of memory on content-heavy traces.
+# A file with longer lines (a Collector writes one batch of spans per line) is read again
+# on its own with a limit fitted to its longest line, up to MAX_LINE_BYTES.
+LINE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the input that was skipped, with its place."""
+
+    source: str
+    place: str
+    field: str
+    message: str
+    skipped: bool = True
+    """False for what was read but is worth saying (a stage that could not be read stays in the chain
+    and makes its claims not_evaluable; chunk ids joined by content): a note, not a skip."""
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.place}: {self.field}: {self.message}"
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    files_skipped_unchanged: int = 0
+    bytes: int = 0
+    spans_added: int = 0
+    skipped: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # every trace file the run covers, read now or before
+
+
+def trace_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Trace files named directly or found (recursively) in folders, sorted."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            for pattern in PATTERNS:
+                out.extend(x for x in p.rglob(pattern) if x.is_file())
+        elif p.exists():
+            out.append(p)
+    return sorted(set(out))
+
+
+def duckdb_path(path: str) -> str:
+    """``path`` as DuckDB's file readers take it literally: they expand ``*``, ``?`` and ``[...]`` as a
+    glob, so a file named ``a*.jsonl`` would also read ``ab.jsonl``. Each is put in a one-character
+    class (``[*]``), which matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+_SNIFF_BYTES = 64 * 1024
+_BOM = b"\xef\xbb\xbf"
+
+
+def not_trace_file(path: Path) -> str | None:
+    """Why ``path`` cannot be a trace file, or None. Looks at the start of its first line only
+    (a gzip file truncated further on is found when its batch fails: :func:`_broken_gzip`)."""
+    try:
+        if path.suffix == ".gz":
+            if path.stat().st_size == 0:
+                return "an empty .gz file (zero bytes), not gzip data"
+            with gzip.open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return f"not a readable gzip file ({type(exc).__name__}: {exc})"
+    head = head.removeprefix(_BOM)
+    if not head.strip():
+        return None  # empty or blank: nothing to read, nothing wrong
+    # A file is judged line by line: one whose start holds no OTLP request at all is someone
+    # else's file (one problem, not one per line); any other file is read, and each line that
+    # is not a trace is named on its own (a bad first line does not cost the good ones)
+    if b'"resourceSpans"' not in head:
+        return "not a trace file: no line of its first 64 KiB is an OTLP ExportTraceServiceRequest (resourceSpans)"
+    return None
+
+
+def _broken_gzip(path: Path) -> str | None:
+    """Why a .gz file cannot be read to its end (truncated, corrupt), or None. Read only after a
+    batch failed: a healthy run decompresses each file once, in DuckDB."""
+    try:
+        with gzip.open(path, "rb") as f:
+            while f.read(16 * 1024 * 1024):
+                pass
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        return f"not a readable gzip file ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _diagnose(
+    path: Path, long_why: str | None = None, was_read: Callable[[bytes], bool] = lambda _line: False
+) -> tuple[int, list[Problem]]:
+    """Lines in ``path``, and every line of it DuckDB could not read, named: truncated JSON, binary
+    junk, wrong shape, too long. Streamed: one line in memory at a time. ``long_why`` says why the
+    lines over LINE_BYTES could not be read, when reading them alone failed (the memory limit)."""
+    problems: list[Problem] = []
+    count = 0
+    for n, raw, length in _streaming.lines(path, hold=LINE_BYTES):
+        count = n
+        if raw is None:
+            if length > MAX_LINE_BYTES:
+                why = f"longer than the {MAX_LINE_BYTES:,} citeline reads"
+            elif long_why:
+                why = f"could not be read within the memory limit ({long_why})"
+            else:
+                why = "gave no span: not valid OTLP JSON"
+            problems.append(
+                Problem(
+                    str(path),
+                    f"line {n}",
+                    "-",
+                    f"line of {length:,} bytes {why}; line skipped "
+                    "(write smaller batches: one trace or a few thousand spans per line)",
+                )
+            )
+            continue
+        if not raw.strip():
+            continue
+        line = (raw.removeprefix(_BOM) if n == 1 else raw).removesuffix(b"\r")
+        try:
+            doc = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if was_read(line):  # DuckDB read it (orjson refuses what it nests deeper than 1024, say)
+                continue
+            kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or _not_utf8(line) else "invalid JSON"
+            problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
+            continue
+        if (not isinstance(doc, dict) or "resourceSpans" not in doc) and not was_read(line):
+            problems.append(
+                Problem(
+                    str(path),
+                    f"line {n}",
+                    "resourceSpans",
+                    "not an OTLP ExportTraceServiceRequest; line skipped",
+                )
+            )
+    return count, problems
+
+
+def _not_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """How a file's lines are written: a byte-order mark first, CRLF line ends."""
+
+    bom: bool = False
+    crlf: bool = False
+
+
+def _ends(path: Path) -> _Ends:
+    """Read off the file's first 64 KiB (the sniff's bytes: no second pass over the file)."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return _Ends()
+    return _Ends(head.startswith(_BOM), b"\r\n" in head)
+
+
+def _whole(size: int, lines: int, covered: int, ends: _Ends = _Ends()) -> bool:
+    """Did the lines that gave spans cover the file (each line plus its newline)? DuckDB reads a
+    line without a leading byte-order mark and without the \\r of a CRLF line end."""
+    extra = size - covered - (len(_BOM) if ends.bom else 0) - (lines if ends.crlf else 0)
+    return extra in (0, -1) or (ends.crlf and extra == -2) or (size == 0 and lines == 0)
+
+
+_LINE_TABLES = ("spans", "t_batch")
+
+
+def _read_lines(
+    con: duckdb.DuckDBPyConnection, files: list[str], table: str = "spans"
+) -> dict[str, tuple[int, int, int]]:
+    """Per file: the spans in ``table`` from it, the distinct lines that gave them, the bytes those cover.
+
+    ``spans``: what the store holds from each file; ``t_batch``: what the last batch
+    read from it (every line, also those whose spans were stored before).
+
+    Counted from the line hash and length every span keeps, so no second parse and no
+    second read. When the covered bytes (each line plus its newline) equal the file's
+    size, every line was read. Anything else (a refused line, a blank one, a line
+    repeated, a line whose spans all came in earlier from another file) sends the
+    file down the slow path that reads it line by line and names what it finds.
+    """
+    assert table in _LINE_TABLES  # an identifier from this module, never user input
+    rows = con.execute(
+        "SELECT source_file, sum(spans), count(*), sum(line_bytes + 1) FROM "
+        f"(SELECT source_file, line_hash, line_bytes, count(*) AS spans FROM {table} "
+        " WHERE list_contains($files, source_file) GROUP BY ALL) "
+        "GROUP BY source_file",
+        {"files": files},
+    ).fetchall()
+    return {str(name): (int(spans), int(n), int(covered)) for name, spans, n, covered in rows}
+
+
+def _batches(files: list[Path], sizes: dict[Path, int]) -> Iterable[list[Path]]:
+    batch: list[Path] = []
+    size = 0
+    for f in files:
+        if batch and (size + sizes[f] > BATCH_BYTES or len(batch) >= BATCH_FILES):
+            yield batch
+            batch, size = [], 0
+        batch.append(f)
+        size += sizes[f]
+    if batch:
+        yield batch
+
+
+@contextlib.contextmanager
+def _reporting(
+    con: duckdb.DuckDBPyConnection,
+    progress: Callable[[int, int], None] | None,
+    done: int,
+    batch_bytes: int,
+    total: int,
+) -> Iterator[None]:
+    """While a batch runs, report its share read so far (DuckDB's own query progress)."""
+    if progress is None:
+        yield
+        return
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(0.25):
+            pct = con.query_progress()
+            if 0 < pct < 100:
+                progress(done + int(batch_bytes * pct / 100), total)
+
+    watcher = threading.Thread(target=poll, name="citeline-ingest-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> IngestReport:
+    """Read trace files into ``spans``; returns what was read and what was skipped.
+
+    A path may be a file, a folder (every trace file under it), or an object-storage URL
+    (``s3://bucket/prefix/``: every trace file under it, copied to a temporary folder first and
+    recorded by its URL; analyzer/sources/lake.py)."""
+    paths = list(paths)
+    remote = [str(p) for p in paths if _lake.is_url(p)]
+    if not remote:
+        return _ingest_files(con, paths, progress, None)
+    local = [p for p in paths if not _lake.is_url(p)]
+    held = con.execute("SELECT path, size FROM ingested_files").fetchall()
+    known = {(str(path), int(size)) for path, size in held}
+    with tempfile.TemporaryDirectory(prefix="citeline-lake-") as tmp:
+        spool = _lake.fetch(remote, Path(tmp), PATTERNS, known)
+        report = _ingest_files(con, [*local, *spool.files], progress, spool)
+    return report
+
+
+def _ingest_files(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    progress: Callable[[int, int], None] | None,
+    spool: _lake.Spool | None,
+) -> IngestReport:
+    report = IngestReport()
+    files = trace_files(paths)
+    report.paths = [str(f) for f in files]
+    for p in map(Path, paths):
+        if not p.exists():
+            report.problems.append(Problem(str(p), "-", "-", "no such file or folder"))
+    known = {(str(path), int(size)) for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()}
+    sizes = {f: f.stat().st_size for f in files}
+    todo = []
+    unpacked: dict[Path, int] = {}  # .gz files: the bytes they decompress to, counted before DuckDB reads them
+    for f in files:
+        if (str(f), sizes[f]) in known:
+            report.files_skipped_unchanged += 1
+            continue
+        why = not_trace_file(f)
+        if why is None and f.suffix == ".gz":
+            try:
+                unpacked[f] = _streaming.decompressed_size(f)
+            except TooLarge as exc:
+                why = f"{exc} (a gzip bomb?)"
+            except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                why = f"not a readable gzip file ({type(exc).__name__}: {exc})"
+        if why is not None:  # named once, skipped whole
+            report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
+            report.skipped += 1
+            report.paths.remove(str(f))
+        else:
+            todo.append(f)
+    total = sum(sizes[f] for f in todo)
+    done = 0
+    seen_paths = {path for path, _size in known}
+    for planned in _batches(todo, sizes):
+        batch = list(planned)
+        names = [str(f) for f in batch]
+        grown = [n for n in names if n in seen_paths]  # read before at another size: count what was there
+        before = _read_lines(con, grown) if grown else {}
+        batch_bytes = sum(sizes[f] for f in batch)
+        with _reporting(con, progress, done, batch_bytes, total):
+            try:
+                report.spans_added += _read_batch(con, names, LINE_BYTES)
+            except duckdb.OutOfMemoryException as exc:
+                # the batch did not fit in DuckDB's memory limit: each file alone, a file that still
+                # does not fit is named and skipped, the others are read
+                batch = _one_by_one(con, batch, exc, report)
+                names = [str(f) for f in batch]
+                done += sum(sizes[f] for f in planned if f not in batch)
+            except duckdb.Error:
+                # a gzip file that breaks off fails its whole batch: name it, read the rest
+                broken = {f: why for f in batch if f.suffix == ".gz" and (why := _broken_gzip(f)) is not None}
+                if not broken:
+                    raise
+                for f, why in broken.items():
+                    report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
+                    report.skipped += 1
+                    report.paths.remove(str(f))
+                    done += sizes[f]
+                batch = [f for f in batch if f not in broken]
+                names = [str(f) for f in batch]
+                if names:
+                    report.spans_added += _read_batch(con, names, LINE_BYTES)
+        read = _read_lines(con, names, "t_batch")
+        stored = _read_lines(con, names)
+        for f in batch:
+            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, unpacked.get(f))
+            con.execute(
+                "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
+                [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+            )
+            done += sizes[f]
+            report.bytes += sizes[f]
+            report.files += 1
+        span_problems = _span_problems(con, names)
+        report.problems.extend(span_problems)
+        # an unreadable stage is named, not skipped: its span stays and its claims are not_evaluable
+        report.skipped += sum(1 for p in span_problems if p.field != "citeline.adapter_error")
+        if progress:
+            progress(done, total)
+    con.execute("DROP TABLE IF EXISTS t_batch")
+    if spool is not None:
+        _by_url(con, report, spool)
+    report.skipped = sum(p.skipped for p in report.problems)  # one count, the same as the lines that say so
+    return report
+
+
+def _by_url(con: duckdb.DuckDBPyConnection, report: IngestReport, spool: _lake.Spool) -> None:
+    """Objects copied from object storage are recorded by their URL, not by the temporary copy's path."""
+    for url, why in spool.problems:
+        report.problems.append(Problem(url, "-", "-", f"{why}; skipped"))
+    report.files_skipped_unchanged += len(spool.unchanged)
+    report.paths = sorted({*(spool.url(p) for p in report.paths), *spool.unchanged})
+    for i, p in enumerate(report.problems):
+        message = p.message
+        if spool.root and spool.root in message:  # a reader's error quoting the copy's path
+            for local, url in spool.url_of.items():
+                message = message.replace(local, url)
+        if p.source in spool.url_of or message != p.message:
+            report.problems[i] = Problem(spool.url(p.source), p.place, p.field, message, p.skipped)
+    if not spool.url_of:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE t_spooled (local VARCHAR, url VARCHAR)")
+    con.executemany("INSERT INTO t_spooled VALUES (?, ?)", list(spool.url_of.items()))
+    for table, column in (("spans", "source_file"), ("file_traces", "source_file"), ("ingested_files", "path")):
+        con.execute(f"UPDATE {table} SET {column} = s.url FROM t_spooled AS s WHERE {table}.{column} = s.local")
+    con.execute("DROP TABLE t_spooled")
+
+
+def _one_by_one(con: duckdb.DuckDBPyConnection, batch: list[Path], exc: Exception, report: IngestReport) -> list[Path]:
+    """Read each file of a batch that ran out of memory alone; the files that were read."""
+    kept = []
+    for f in batch:
+        try:
+            report.spans_added += _read_batch(con, [str(f)], LINE_BYTES)
+        except duckdb.OutOfMemoryException as alone:
+            why = str(alone).splitlines()[0][:160]
+            report.problems.append(
+                Problem(str(f), "-", "-", f"could not be read within the memory limit ({why}); file skipped")
+            )
+            report.skipped += 1
+            report.paths.remove(str(f))
+            continue
+        kept.append(f)
+    if len(batch) > 1 and not kept:
+        raise exc
+    return kept
+
+
+# a span read more than once in one batch (checking costs ~1% of the parse; dropping the
+# repeats with a window over every row cost 30%, so it runs only when there are any)
+_REPEATS = "SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM t_batch"
+_DROP_REPEATS = "DELETE FROM t_batch WHERE rowid NOT IN (SELECT min(rowid) FROM t_batch GROUP BY trace_id, span_id)"
+
+
+def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int) -> int:
+    """Parse ``files`` into t_batch, record the files' traces, store each new span once; spans added.
+
+    A span read twice in the batch keeps its first reading; t_batch then no longer holds
+    every line, so the files involved take the slow path that counts their lines.
+    """
+    run(con, "ingest_spans", {"files": [duckdb_path(f) for f in files], "max_line": max_line})
+    run(con, "file_traces")
+    repeats = con.execute(_REPEATS).fetchall()[0][0]
+    if repeats:
+        con.execute(_DROP_REPEATS)
+    added = run(con, "store_spans").fetchall()
+    return int(added[0][0]) if added else 0
+
+
+def _settle(
+    con: duckdb.DuckDBPyConnection,
+    f: Path,
+    size: int,
+    read: dict[str, tuple[int, int, int]],
+    stored: dict[str, tuple[int, int, int]],
+    before: dict[str, tuple[int, int, int]],
+    report: IngestReport,
+    unpacked: int | None,
+) -> tuple[int, int, int]:
+    """After a batch: was ``f`` read whole? If not, read its long lines or name its bad ones.
+
+    Whole means the lines that gave spans in this batch cover the file's bytes (decompressed, for
+    a .gz file: ``unpacked``), also when those spans were already stored from another file. Returns the
+    file's lines, the spans this ingest added from it, and the lines skipped. Nothing here holds the
+    file in memory: the slow path streams it.
+    """
+    _spans, lines, covered = read.get(str(f), (0, 0, 0))
+    spans = stored.get(str(f), (0, 0, 0))[0]
+    earlier = before.get(str(f), (0, 0, 0))[0]  # spans stored from an earlier, shorter version
+    ends = _ends(f)
+    if _whole(size if unpacked is None else unpacked, lines, covered, ends):
+        return lines, spans - earlier, 0
+    shape = measure(f, MAX_LINE_BYTES)  # the slow path: the longest line, streamed
+    long_why = None
+    if shape.longest_readable > LINE_BYTES:  # long lines: this file again, alone
+        limit = shape.longest_readable + 1
+        try:
+            report.spans_added += _read_batch(con, [str(f)], limit)
+        except duckdb.Error as exc:  # a line too large for the memory limit: the other lines are stored
+            long_why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        else:
+            _spans, lines, covered = _read_lines(con, [str(f)], "t_batch").get(str(f), (0, 0, 0))
+            spans = _read_lines(con, [str(f)]).get(str(f), (0, 0, 0))[0]
+            if _whole(shape.size, lines, covered, ends):
+                return lines, spans - earlier, 0
+    read_lines = {
+        (int(h), int(b))
+        for h, b in con.execute(
+            "SELECT DISTINCT line_hash, line_bytes FROM spans WHERE source_file = $f "
+            "UNION SELECT DISTINCT line_hash, line_bytes FROM t_batch WHERE source_file = $f",
+            {"f": str(f)},
+        ).fetchall()
+    }
+
+    def was_read(line: bytes) -> bool:
+        text = line.decode("utf-8", "replace")
+        (h,) = con.execute("SELECT hash($t)", {"t": text}).fetchall()[0]
+        return (int(h), len(line)) in read_lines
+
+    count, found = _diagnose(f, long_why, was_read)  # some line gave no span: name each bad one
+    report.problems.extend(found)
+    report.skipped += len(found)
+    return count, spans - earlier, len(found)
+
+
+_SPAN_ID = re.compile(rb'"spanId"\s*:\s*"([^"]*)"')
+
+
+def _lines_of(path: str, span_ids: set[str]) -> dict[str, str]:
+    """The line holding each of ``span_ids`` in one streamed pass over the file (only files with
+    problem spans are read, each once however many problems it has)."""
+    found: dict[str, str] = {}
+    try:
+        for n, line, _length in _streaming.lines(Path(path), hold=MAX_LINE_BYTES):
+            if line is None:
+                continue
+            for m in _SPAN_ID.finditer(line):
+                sid = m.group(1).decode("utf-8", "replace").lower()
+                if sid in span_ids and sid not in found:
+                    found[sid] = f"line {n}"
+            if len(found) == len(span_ids):
+                break
+    except (OSError, EOFError, TooLarge, gzip.BadGzipFile):
+        pass
+    return found
+
+
+def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Problem]:
+    """Spans of an unknown schema version, or missing what their stage needs."""
+    rows = run(con, "span_problems", {"files": files, "known": SCHEMA_VERSIONS}).fetchall()
+    wanted: dict[str, set[str]] = {}
+    for row in rows:
+        wanted.setdefault(row[0], set()).add(row[2])
+    where = {source: _lines_of(source, ids) for source, ids in wanted.items()}
+    out: list[Problem] = []
+    for source, trace_id, span_id, stage, version, fld, unknown, adapter_error in rows:
+        place = f"{where[source].get(span_id, 'line ?')} (trace {trace_id} span {span_id})"
+        if fld == "citeline.adapter_error" and not unknown:
+            message = (
+                f"the {stage} span could not be read when the app ran ({adapter_error}): claims that need it are "
+                "not_evaluable; fix the adapter (to_chunks=) or what the stage returns"
+            )
+        elif unknown:
+            message = (
+                f"unknown schema version {version!r}; this analyzer reads "
+                f"{', '.join(SCHEMA_VERSIONS)}: span skipped, upgrade citeline to read it"
+            )
+        else:
+            message = f"{stage} span without {fld}: the stage is left out of this trace's chain"
+        out.append(Problem(source, place, fld, message, skipped=fld != "citeline.adapter_error" or unknown))
+    return out

@@ -1,0 +1,298 @@
+"""The perturbation harness: every gold case as is, then under each perturbation, analyzed for real.
+
+``perturb(app, gold=...)`` calls ``app(case)`` once per gold case with no
+perturbation (the baseline) and once under each perturbation of the
+catalogue (``_perturbations``), with the app's own decorators changing the
+stage's real return value (``citeline.instrumentation._perturb``). Spans are
+captured in memory, written to a folder of the run's own, and classified by
+the same ``analyze`` the CLI runs. The result is a matrix of cells (case x
+perturbation: declared vs got), a verdict per stage ("seen" when every cell
+of that stage holds), and the app's reactions, reported apart.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from citeline.analyzer.gold.goldset import GoldCase, GoldSet, load_gold
+from citeline.analyzer.store import STAGES
+from citeline.analyzer.testing.captured import CapturedStore
+from citeline.analyzer.testing.perturb_judge import Cell, Run, judge_cells
+from citeline.analyzer.testing.perturbations import CaseContext, Perturbation, renumber, select
+from citeline.instrumentation import _keys as K
+from citeline.instrumentation._capture import capture
+from citeline.instrumentation._perturb import perturbing
+
+BASELINE = "baseline"
+#: the perturbation whose cells are judged against the gold set with the newer versions in force
+SUPERSEDE = "retrieval.supersede"
+
+
+@dataclass(frozen=True)
+class Case:
+    """What the app is asked for one gold case: pass these to your ``request(...)``."""
+
+    case_id: str
+    question: str
+    as_of: str | None
+    principal: dict[str, Any]
+    expect: str
+
+    @classmethod
+    def of(cls, case: GoldCase) -> Case:
+        return cls(
+            case.case_id,
+            case.question,
+            case.as_of.isoformat() if case.as_of else None,
+            {"id": case.principal_id, "groups": list(case.principal_groups)},
+            case.expect,
+        )
+
+
+def gold_cases(gold: str | Path) -> list[Case]:
+    """Every case of a gold set, as the harness hands them to the request function (for your own loops)."""
+    loaded = load_gold(gold)
+    if loaded.unreadable is not None:
+        raise PerturbError(f"{gold}: cannot read the gold set: {loaded.unreadable}")
+    return [Case.of(c) for c in loaded.cases.values()]
+
+
+@dataclass
+class StageVerdict:
+    stage: str
+    verdict: str  # seen | not seen | not tested
+    cells: list[Cell] = field(default_factory=list)  # the cells that did not hold
+    tested: int = 0
+
+
+@dataclass
+class PerturbResult:
+    """The matrix, the per-stage verdicts and the app's reactions of one perturbation run."""
+
+    gold: str
+    cases: list[str]
+    perturbations: list[Perturbation]
+    baseline: dict[str, list[dict[str, Any]]]
+    cells: list[Cell]
+    stages: dict[str, StageVerdict]
+    seconds: float = 0.0
+
+    @property
+    def all_seen(self) -> bool:
+        """Every stage that was tested is seen (the instrumentation verdict)."""
+        return all(v.verdict != "not seen" for v in self.stages.values())
+
+    @property
+    def reactions(self) -> list[Cell]:
+        return [c for c in self.cells if c.reaction is not None and c.reaction_good is not None]
+
+    def cell(self, case_id: str, perturbation: str) -> Cell:
+        for c in self.cells:
+            if c.case_id == case_id and c.perturbation == perturbation:
+                return c
+        raise KeyError((case_id, perturbation))
+
+    def baseline_problems(self) -> list[str]:
+        return [
+            f"{case}: {r['gold_claim_id'] or r['claim_text']}: {r['bucket']}"
+            for case, rows in self.baseline.items()
+            for r in rows
+            if r["bucket"] != "ok"
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gold": self.gold,
+            "cases": self.cases,
+            "perturbations": [
+                {"name": p.name, "stage": p.stage, "does": p.does, "declared": str(p.expect), "reaction": p.reaction}
+                for p in self.perturbations
+            ],
+            "baseline": self.baseline,
+            "cells": [c.to_json() for c in self.cells],
+            "stages": {
+                s: {"verdict": v.verdict, "tested": v.tested, "cells": [[c.case_id, c.perturbation] for c in v.cells]}
+                for s, v in self.stages.items()
+            },
+            "reactions": [
+                {"case_id": c.case_id, "perturbation": c.perturbation, "good": c.reaction_good, "what": c.reaction_note}
+                for c in self.reactions
+            ],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class PerturbError(Exception):
+    """The run cannot start (unreadable gold set, unknown perturbation); nothing ran."""
+
+
+def _trace_of(spans: Sequence[Any], since: int) -> tuple[str | None, str]:
+    requests = [s for s in spans[since:] if (s.attributes or {}).get(K.CL_STAGE) == "request"]
+    if len(requests) != 1:
+        return None, f"the app made {len(requests)} request(s) for one case; open exactly one request(...) per call"
+    return f"{requests[0].context.trace_id:032x}", ""
+
+
+def _perturbed_gold(gold: GoldSet, contexts: dict[str, CaseContext], folder: Path) -> Path:
+    """The gold set as the supersede cells must be judged: each support chunk superseded on the case's
+    date by its newer version, which the claims now cite and whose numbers they now state."""
+    corpus = {cid: replace(c) for cid, c in gold.corpus.items()}
+    cases = []
+    for case in gold.cases.values():
+        ctx = contexts.get(case.case_id)
+        claims = []
+        for claim in case.claims:
+            newer = ctx.newer if ctx else {}
+            claims.append(
+                {
+                    "claim_id": claim.claim_id,
+                    "text": renumber(claim.text, ctx.facts_numbers) if ctx else claim.text,
+                    "facts": [renumber(f, ctx.facts_numbers) for f in claim.facts] if ctx else claim.facts,
+                    "support": [[newer[c].chunk_id if c in newer else c for c in b] for b in claim.support],
+                    "contradicts": sorted({*claim.contradicts, *(c for b in claim.support for c in b if c in newer)}),
+                }
+            )
+        if ctx:
+            for old, new in ctx.newer.items():
+                corpus[new.chunk_id] = replace(new, effective_from=case.as_of)
+                if case.as_of is not None:
+                    corpus[old] = replace(corpus[old], effective_to=case.as_of)
+        entry: dict[str, Any] = {"case_id": case.case_id, "question": case.question, "expect": case.expect}
+        if case.as_of:
+            entry["as_of"] = case.as_of.isoformat()
+        if case.principal_id or case.principal_groups:
+            entry["principal"] = {"id": case.principal_id, "groups": list(case.principal_groups)}
+        if claims:
+            entry["claims"] = claims
+        cases.append(entry)
+
+    def chunk(c: Any) -> dict[str, Any]:
+        out = {k: getattr(c, k) for k in ("chunk_id", "doc_id", "version", "title", "uri", "text", "status", "acl")}
+        for k in ("effective_from", "effective_to"):
+            if getattr(c, k) is not None:
+                out[k] = getattr(c, k).isoformat()
+        return {k: v for k, v in out.items() if v not in (None, "")}
+
+    path = folder / "gold-superseded.json"
+    path.write_text(json.dumps({"corpus": [chunk(c) for c in corpus.values()], "cases": cases}), encoding="utf-8")
+    return path
+
+
+def _call(app: Callable[[Case], Any], case: GoldCase) -> str:
+    try:
+        app(Case.of(case))
+    except Exception as err:  # noqa: BLE001 - the app's own failure is a finding of the cell, not ours
+        return f"the app raised {type(err).__name__}: {err}"
+    return ""
+
+
+def perturb(
+    app: Callable[[Case], Any],
+    gold: str | Path,
+    *,
+    perturbations: Sequence[str] | None = None,
+    cases: Sequence[str] | None = None,
+    judge: Any = "rules",
+    workdir: str | Path | None = None,
+) -> PerturbResult:
+    """Run ``app`` over every gold case, as is and under each perturbation, and judge the matrix.
+
+    ``app(case)`` must answer one :class:`Case` through the decorated pipeline, inside one
+    ``request(question=case.question, case_id=case.case_id, principal=case.principal,
+    as_of=case.as_of)``. Traces and the store live in ``workdir`` (a temporary folder by default).
+    """
+    import time
+
+    started = time.perf_counter()
+    try:
+        chosen = select(perturbations)
+    except ValueError as err:
+        raise PerturbError(str(err)) from err
+    gold_set = load_gold(gold)
+    if gold_set.unreadable is not None:
+        raise PerturbError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
+    picked = [c for c in gold_set.cases.values() if not cases or c.case_id in cases]
+    if not picked:
+        raise PerturbError(f"{gold}: no gold case to run" + (f" among {', '.join(cases)}" if cases else ""))
+    own_dir = tempfile.TemporaryDirectory(prefix="citeline-perturb-") if workdir is None else None
+    folder = Path(own_dir.name if own_dir else str(workdir))
+    folder.mkdir(parents=True, exist_ok=True)
+    contexts = {c.case_id: CaseContext.of(gold_set, c) for c in picked}
+    runs: list[Run] = []
+    store = CapturedStore(folder)
+    try:
+        with capture() as cap:
+            for case in picked:
+                ctx = contexts[case.case_id]
+                for p in (None, *chosen):
+                    run = Run(case, p)
+                    runs.append(run)
+                    if p is None:
+                        since = len(cap.spans())
+                        run.error = _call(app, case)
+                    else:
+                        prepared = p.prepare(ctx)
+                        if isinstance(prepared, str):
+                            run.note = prepared
+                            continue
+                        run.change = prepared
+                        since = len(cap.spans())
+                        with perturbing(prepared):
+                            run.error = _call(app, case)
+                    if not run.error:
+                        run.trace_id, run.error = _trace_of(cap.spans(), since)
+            spans = cap.spans()
+        by_trace: dict[str, list[Any]] = {}
+        for s in spans:
+            by_trace.setdefault(f"{s.context.trace_id:032x}", []).append(s)
+        superseded = {r.trace_id for r in runs if r.trace_id and r.perturbation and r.perturbation.name == SUPERSEDE}
+        plain = [s for tid, group in by_trace.items() if tid not in superseded for s in group]
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for subset, gold_path in (
+            (plain, Path(str(gold))),
+            ([s for tid in superseded for s in by_trace[tid]], _perturbed_gold(gold_set, contexts, folder)),
+        ):
+            if not subset:
+                continue
+            result = store.analyze(subset, gold_path, judge=judge)
+            for r in result.claims.to_dicts():
+                rows.setdefault(r["trace_id"], []).append(r)
+    finally:
+        store.close()
+        if own_dir is not None:
+            own_dir.cleanup()
+    changed: dict[str, dict[str, list[str]]] = {}
+    for tid, group in by_trace.items():
+        for s in group:
+            name = (s.attributes or {}).get(K.CL_PERTURBATION)
+            if name:
+                changed.setdefault(tid, {}).setdefault(str(name), []).append(f"{s.context.span_id:016x}")
+    cells, baseline = judge_cells(runs, rows, changed, spans_by_trace=by_trace)
+    verdicts = _verdicts(chosen, cells)
+    return PerturbResult(
+        gold=str(gold),
+        cases=[c.case_id for c in picked],
+        perturbations=chosen,
+        baseline=baseline,
+        cells=cells,
+        stages=verdicts,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _verdicts(chosen: Sequence[Perturbation], cells: Sequence[Cell]) -> dict[str, StageVerdict]:
+    out: dict[str, StageVerdict] = {}
+    for stage in STAGES:
+        judged = [p.name for p in chosen if p.stage == stage and p.expect.kind != "none"]
+        if not judged:
+            continue
+        mine = [c for c in cells if c.perturbation in judged and c.status in ("holds", "differs", "error")]
+        bad = [c for c in mine if c.status != "holds"]
+        verdict = "not tested" if not mine else ("seen" if not bad else "not seen")
+        out[stage] = StageVerdict(stage, verdict, bad, len(mine))
+    return out

@@ -1,0 +1,562 @@
+"""The perturbation catalogue: what each one changes, and what must follow from it.
+
+Each perturbation changes one stage's real return value for one gold case
+(the support chunks are the case's gold support bundles) and declares what
+must follow:
+
+- a **bucket**: that flag must be raised on every gold claim of the case, and
+  when it is the claim's primary bucket, at the span the perturbation changed
+  (an earlier bucket may win when the app reacts, e.g. it cites an archived
+  chunk: the flag is still raised);
+- **nothing changes**: every claim keeps its bucket (shuffle and relabel);
+- or only an **app reaction** (follow the newer version), reported apart from
+  whether the instrumentation saw the change.
+
+A perturbation that cannot apply to a case says why (no support chunk, no
+archived version in the gold corpus, no number in the answer): the cell is
+``n/a`` with that reason, never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from citeline.analyzer.claims.splitter import markers, relabel, remove_markers
+from citeline.analyzer.gold.goldset import CorpusChunk, GoldCase, GoldSet
+from citeline.analyzer.testing import shapes as sh
+from citeline.analyzer.text import overlap, stems
+from citeline.instrumentation._labels import Shape
+from citeline.instrumentation._perturb import RequestView
+
+ExpectKind = Literal["bucket", "unchanged", "none"]
+Reaction = Literal["abstain_or_qualify", "follow_newer", "same_answer"]
+RELABEL_FROM = 11  # shuffled chunks are labelled 11, 12, ...: no label the app used before
+_NUMBER = re.compile(r"(?<![\w.,])(\d+)((?:[.,]\d+)?)(?![\w])")
+#: how alike a gold chunk's text must be to count as another version of a support chunk
+SAME_PASSAGE = 0.5
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the instrumentation must show after the perturbation."""
+
+    kind: ExpectKind
+    bucket: str | None = None
+    stage: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "bucket":
+            return f"{self.bucket} at {self.stage}"
+        return "nothing changes" if self.kind == "unchanged" else "(app reaction only)"
+
+
+@dataclass
+class CaseContext:
+    """One gold case, seen by the perturbations: its support, their other versions in the corpus."""
+
+    gold: GoldSet
+    case: GoldCase
+    support: set[str] = field(default_factory=set)
+    contradicts: set[str] = field(default_factory=set)
+    facts_numbers: list[str] = field(default_factory=list)
+    archived: dict[str, CorpusChunk] = field(default_factory=dict)
+    newer: dict[str, CorpusChunk] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, gold: GoldSet, case: GoldCase) -> CaseContext:
+        ctx = cls(gold, case)
+        for claim in case.claims:
+            ctx.support |= {c for bundle in claim.support for c in bundle}
+            ctx.contradicts |= set(claim.contradicts)
+            for fact in claim.facts:
+                ctx.facts_numbers += [m.group(1) + m.group(2) for m in _NUMBER.finditer(fact)]
+        for cid in sorted(ctx.support):
+            chunk = gold.corpus.get(cid)
+            if chunk is None:
+                continue
+            old = archived_version(gold, chunk, case)
+            if old is not None:
+                ctx.archived[cid] = old
+            ctx.newer[cid] = newer_version(chunk, ctx.facts_numbers)
+        return ctx
+
+    def uri_of(self, chunk_id: str, view: RequestView) -> str:
+        chunk = self.gold.corpus.get(chunk_id)
+        if chunk is not None and chunk.uri:
+            return chunk.uri
+        cols = view.retrieved
+        if cols is not None and chunk_id in cols.chunk_id:
+            return cols.uri[cols.chunk_id.index(chunk_id)]
+        return ""
+
+
+def _in_force(chunk: CorpusChunk, case: GoldCase) -> bool:
+    if chunk.status != "active":
+        return False
+    day = case.as_of
+    if day is None:
+        return True
+    return not (
+        (chunk.effective_from is not None and chunk.effective_from > day)
+        or (chunk.effective_to is not None and chunk.effective_to <= day)
+    )
+
+
+def archived_version(gold: GoldSet, chunk: CorpusChunk, case: GoldCase) -> CorpusChunk | None:
+    """The gold corpus's older version of ``chunk``: same document, not in force at the case's date, and
+    the same passage (stemmed-word overlap at least SAME_PASSAGE); the most alike if several."""
+    words = stems(chunk.text)
+    best: tuple[float, str, CorpusChunk] | None = None
+    for other in gold.corpus.values():
+        if other.chunk_id == chunk.chunk_id or other.doc_id != chunk.doc_id or _in_force(other, case):
+            continue
+        sim = overlap(words, stems(other.text)) if chunk.text and other.text else 0.0
+        if sim >= SAME_PASSAGE and (best is None or (sim, other.chunk_id) > (best[0], best[1])):
+            best = (sim, other.chunk_id, other)
+    return best[2] if best else None
+
+
+def bump(number: str) -> str:
+    """The number one higher in its integer part ("30" -> "31", "4.99" -> "5.99")."""
+    m = re.fullmatch(r"(\d+)(.*)", number)
+    return str(int(m.group(1)) + 1) + m.group(2) if m else number
+
+
+def _next_version(version: str) -> str:
+    m = re.search(r"(\d+)(?!.*\d)", version)
+    return version[: m.start()] + str(int(m.group(1)) + 1) + version[m.end() :] if m else (version or "v") + "-next"
+
+
+def _prev_version(version: str) -> str | None:
+    m = re.search(r"(\d+)(?!.*\d)", version)
+    if not m or int(m.group(1)) == 0:
+        return None
+    return version[: m.start()] + str(int(m.group(1)) - 1) + version[m.end() :]
+
+
+def renumber(text: str, numbers: Sequence[str]) -> str:
+    """``text`` with each of ``numbers`` raised by one wherever it stands as a whole number."""
+    wanted = set(numbers)
+
+    def sub(m: re.Match[str]) -> str:
+        whole = m.group(1) + m.group(2)
+        return bump(whole) if whole in wanted else whole
+
+    return _NUMBER.sub(sub, text)
+
+
+def newer_version(chunk: CorpusChunk, numbers: Sequence[str]) -> CorpusChunk:
+    """A clearly newer version of ``chunk``, made for the supersede perturbation: the next version
+    number (in the id and uri too, where they spell it) and each number of the case's facts raised
+    by one, so an answer that follows it states the new rule."""
+    version = _next_version(chunk.version)
+
+    def respell(s: str) -> str:
+        return s.replace(chunk.version, version) if chunk.version and chunk.version in s else s
+
+    chunk_id = respell(chunk.chunk_id)
+    if chunk_id == chunk.chunk_id:
+        chunk_id = f"{chunk.chunk_id}@{version}"
+    return replace(
+        chunk,
+        chunk_id=chunk_id,
+        version=version,
+        uri=respell(chunk.uri),
+        text=renumber(chunk.text, numbers),
+        effective_to=None,
+        status="active",
+    )
+
+
+# --- the changes -------------------------------------------------------------------------------
+
+
+class _Change:
+    """One perturbation prepared for one case: counts where it applied, says why it did not."""
+
+    def __init__(self, name: str, stage: str, ctx: CaseContext, fn: Callable[..., tuple[Any, str] | str]) -> None:
+        self.name = name
+        self.stage = stage
+        self.ctx = ctx
+        self._fn = fn
+        self.applied = 0
+        self.calls = 0
+        self.skipped: str | None = None
+
+    def apply(self, value: Any, view: RequestView) -> tuple[Any, str] | None:
+        self.calls += 1
+        try:
+            out = self._fn(self.ctx, value, view)
+        except sh.CannotEdit as err:
+            self.skipped = str(err)
+            return None
+        if isinstance(out, str):
+            self.skipped = out
+            return None
+        self.applied += 1
+        return out
+
+
+def _chunks(value: Any, stage: str) -> tuple[list[Any], list[str]]:
+    items = sh.items_of(value)
+    if items is None:
+        raise sh.CannotEdit(
+            f"the {stage} step returned a {type(value).__name__}, not a list of chunks: perturbations edit chunk "
+            "lists (return the chunks, or an object holding them under .chunks)"
+        )
+    try:
+        return items, [sh.record(i).chunk_id for i in items]
+    except TypeError as err:  # the app's own shape, read by its to_chunks= hook: not ours to edit
+        raise sh.CannotEdit(f"cannot read the {stage} step's chunks without its to_chunks= hook: {err}") from err
+
+
+def _drop_support(ctx: CaseContext, value: Any, view: RequestView, stage: str) -> tuple[Any, str] | str:
+    items, ids = _chunks(value, stage)
+    keep = [i for i, cid in zip(items, ids, strict=True) if cid not in ctx.support]
+    if len(keep) == len(items):
+        return f"no support chunk in what the {stage} step returned"
+    dropped = sorted({cid for cid in ids if cid in ctx.support})
+    return sh.with_items(value, keep), f"dropped {', '.join(dropped)}; {len(keep)} chunk(s) left"
+
+
+def _archived_swap(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    items, ids = _chunks(value, "retrieval")
+    for n, cid in enumerate(ids):
+        old = ctx.archived.get(cid)
+        if old is None:
+            continue
+        if old.chunk_id in ids:  # the index already serves it: the support is simply gone
+            rest = items[:n] + items[n + 1 :]
+            return sh.with_items(value, rest), f"dropped {cid}; its archived version {old.chunk_id} was already there"
+        swapped = sh.with_chunk_fields(
+            items[n], chunk_id=old.chunk_id, doc_id=old.doc_id, version=old.version, text=old.text, uri=old.uri
+        )
+        return sh.with_items(value, [*items[:n], swapped, *items[n + 1 :]]), f"swapped {cid} for {old.chunk_id}"
+    return "no support chunk with an archived version in what retrieval returned"
+
+
+def _supersede(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    items, ids = _chunks(value, "retrieval")
+    out: list[Any] = []
+    added: list[str] = []
+    for item, cid in zip(items, ids, strict=True):
+        new = ctx.newer.get(cid)
+        if new is not None and new.chunk_id not in ids:
+            out.append(
+                sh.with_chunk_fields(
+                    item, chunk_id=new.chunk_id, doc_id=new.doc_id, version=new.version, text=new.text, uri=new.uri
+                )
+            )
+            added.append(f"{new.chunk_id} before {cid}")
+        out.append(item)
+    if not added:
+        return "no support chunk in what retrieval returned"
+    return sh.with_items(value, out), "added the newer version " + ", ".join(added)
+
+
+def _shuffle_relabel(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    items, _ids = _chunks(value, "context")
+    if not items:
+        return "the context is empty"
+    order = list(reversed(items))
+    labelled = [sh.with_chunk_fields(item, label=str(RELABEL_FROM + n)) for n, item in enumerate(order)]
+    last = RELABEL_FROM + len(items) - 1
+    return sh.with_items(value, labelled), f"reversed {len(items)} chunk(s), labelled {RELABEL_FROM}..{last}"
+
+
+def _truncate(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    items, ids = _chunks(value, "context")
+    first = next((n for n, cid in enumerate(ids) if cid in ctx.support), None)
+    if first is None:
+        return "no support chunk in the context"
+    return sh.with_items(value, items[:first]), f"kept the first {first} of {len(items)} chunk(s), cut at {ids[first]}"
+
+
+def _answer(value: Any) -> tuple[str | None, list[Any] | None]:
+    claims = sh.claims_of(value)
+    return sh.answer_text(value), claims
+
+
+def _remove_markers(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    text, claims = _answer(value)
+    if claims is not None:
+        n = sum(len(sh.claim_evidence(c)) for c in claims)
+        if not n:
+            return "the structured answer cites nothing"
+        new = sh.with_claims(value, [sh.with_claim(c, evidence=[]) for c in claims])
+        return new, f"removed the evidence of {n} citation(s)"
+    if text is None:
+        raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
+    bare, n = remove_markers(text)
+    if not n:
+        return "the answer has no marker"
+    return sh.with_answer_text(value, bare), f"removed {n} marker(s)"
+
+
+def _change_number(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    if not ctx.facts_numbers:
+        return "the gold claims state no number"
+    text, claims = _answer(value)
+    texts = [sh.answer_text(c) or "" for c in claims] if claims is not None else [text or ""]
+    for number in ctx.facts_numbers:
+        if any(re.search(rf"(?<![\w.,\[]){re.escape(number)}(?![\w])", t) for t in texts):
+            new = bump(number)
+            if claims is not None:
+                changed = [sh.with_claim(c, text=renumber(sh.answer_text(c) or "", [number])) for c in claims]
+                value = sh.with_claims(value, changed)
+            if text is not None:
+                value = sh.with_answer_text(value, renumber(text, [number]))
+            return value, f"changed {number} to {new}"
+    return "the answer states none of the gold facts' numbers"
+
+
+def _neighbour(ctx: CaseContext, view: RequestView, cited: str) -> tuple[str, str] | None:
+    """The context label and chunk nearest ``cited`` that supports nothing (and contradicts nothing, if any)."""
+    if cited not in view.chunk_ids:
+        return None
+    at = view.chunk_ids.index(cited)
+    order = sorted(range(len(view.chunk_ids)), key=lambda n: (abs(n - at), n))
+    stale = {c.chunk_id for c in ctx.gold.corpus.values() if not _in_force(c, ctx.case)}
+    for avoid in (ctx.support | ctx.contradicts | stale, ctx.support):
+        for n in order:
+            if view.chunk_ids[n] not in avoid:
+                return view.labels[n], view.chunk_ids[n]
+    return None
+
+
+def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    text, claims = _answer(value)
+    if claims is not None:
+        out, moved = [], ""
+        for c in claims:
+            evidence = []
+            for item in sh.claim_evidence(c):
+                cid = sh.row_get(item, "chunk_id")
+                near = _neighbour(ctx, view, cid) if cid in ctx.support else None
+                if near is not None:
+                    item = sh.with_claim(item, chunk_id=near[1], quote="")  # noqa: PLW2901 - the edited copy
+                    moved = moved or f"cites {near[1]} instead of {cid}"
+                evidence.append(item)
+            out.append(sh.with_claim(c, evidence=evidence))
+        return (sh.with_claims(value, out), moved) if moved else "no cited support chunk with a neighbour in context"
+    if text is None:
+        raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
+    label_chunk = dict(zip(view.labels, view.chunk_ids, strict=False))
+    shape = Shape.of(view.labels)
+    for label in dict.fromkeys(markers(text, shape)):
+        cited = label_chunk.get(label, "")
+        near = _neighbour(ctx, view, cited) if cited in ctx.support else None
+        if near is None:
+            continue
+        moved = relabel(text, label, near[0], shape)
+        return sh.with_answer_text(value, moved), f"cites [{near[0]}] ({near[1]}) instead of [{label}]"
+    return "no marker citing a support chunk with a neighbour in context"
+
+
+def _wrong_chunk(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    rows = sh.rows_of(value, ("resolved", "citations", "items"))
+    if rows is None:
+        raise sh.CannotEdit(f"found no resolved citations in a {type(value).__name__}")
+    out, moved = [], []
+    for row in rows:
+        cid = sh.row_get(row, "chunk_id")
+        near = _neighbour(ctx, view, cid) if cid in ctx.support else None
+        if near is None:
+            out.append(row)
+            continue
+        at = view.chunk_ids.index(near[1])
+        fields = {"chunk_id": near[1], "doc_id": view.doc_ids[at], "version": view.versions[at]}
+        out.append(sh.with_row_fields(row, **fields, uri=ctx.uri_of(near[1], view)))
+        moved.append(f"{sh.row_get(row, 'marker') or sh.row_get(row, 'label')} -> {near[1]} (was {cid})")
+    if not moved:
+        return "no citation resolved to a support chunk"
+    return sh.with_rows(value, out, ("resolved", "citations", "items")), "resolved " + ", ".join(moved)
+
+
+def _older_link(ctx: CaseContext, row: Any, meant: str) -> Any:
+    """``row`` linking the gold corpus's archived version of ``meant``, else the same uri one version back."""
+    old = ctx.archived.get(meant)
+    if old is not None and old.uri:
+        return sh.with_row_fields(row, uri=old.uri, chunk_id=old.chunk_id, version=old.version)
+    current = ctx.gold.corpus.get(meant)
+    prev = _prev_version(current.version) if current is not None and current.version else None
+    uri = sh.row_get(row, "uri") or (current.uri if current is not None else "")
+    if current is None or prev is None or current.version not in uri:
+        return None
+    return sh.with_row_fields(row, uri=uri.replace(current.version, prev), version=prev)
+
+
+def _old_version_link(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+    rows = sh.rows_of(value, ("citations", "sources", "links", "items"))
+    if rows is None:
+        raise sh.CannotEdit(f"found no rendered links in a {type(value).__name__}")
+    label_chunk = dict(zip(view.labels, view.chunk_ids, strict=False))
+    by_uri = {c.uri: c.chunk_id for c in ctx.gold.corpus.values() if c.uri}
+    out, moved = [], []
+    for row in rows:
+        meant = (
+            label_chunk.get(sh.row_get(row, "label"))
+            or sh.row_get(row, "chunk_id")
+            or by_uri.get(sh.row_get(row, "uri"), "")
+        )
+        linked = _older_link(ctx, row, meant) if meant in ctx.support else None
+        out.append(linked if linked is not None else row)
+        if linked is not None:
+            moved.append(f"{sh.row_get(row, 'label')} -> {sh.row_get(linked, 'uri')}")
+    if not moved:
+        return "no rendered link to a support chunk with an older version to link"
+    return sh.with_rows(value, out, ("citations", "sources", "links", "items")), "links " + ", ".join(moved)
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """One metamorphic perturbation of one stage, with what must follow it."""
+
+    name: str
+    stage: str
+    does: str
+    expect: Expect
+    reaction: Reaction | None
+    fn: Callable[..., tuple[Any, str] | str]
+    needs: Callable[[CaseContext], str | None]
+
+    def prepare(self, ctx: CaseContext) -> _Change | str:
+        """The change for this case, or why it does not apply."""
+        reason = self.needs(ctx)
+        if reason is not None:
+            return reason
+        return _Change(self.name, self.stage, ctx, self.fn)
+
+
+def _needs_support(ctx: CaseContext) -> str | None:
+    return None if ctx.support else f"case {ctx.case.case_id} has no support chunks (expect: {ctx.case.expect})"
+
+
+def _needs_archived(ctx: CaseContext) -> str | None:
+    return _needs_support(ctx) or (None if ctx.archived else "no support chunk has an archived version in the gold")
+
+
+def _always(ctx: CaseContext) -> str | None:
+    return None
+
+
+def _needs_numbers(ctx: CaseContext) -> str | None:
+    return _needs_support(ctx) or (None if ctx.facts_numbers else "the gold claims state no number")
+
+
+CATALOGUE: tuple[Perturbation, ...] = (
+    Perturbation(
+        "retrieval.drop_support",
+        "retrieval",
+        "drop the support chunk(s), leaving the hard negatives",
+        Expect("bucket", "retrieval_miss", "retrieval"),
+        "abstain_or_qualify",
+        lambda ctx, v, view: _drop_support(ctx, v, view, "retrieval"),
+        _needs_support,
+    ),
+    Perturbation(
+        "retrieval.archived_version",
+        "retrieval",
+        "swap a support chunk for its archived version from the gold corpus",
+        Expect("bucket", "retrieval_miss", "retrieval"),
+        None,
+        _archived_swap,
+        _needs_archived,
+    ),
+    Perturbation(
+        "retrieval.supersede",
+        "retrieval",
+        "put a newer version of the support chunk before it (the old one superseded today)",
+        Expect("none"),
+        "follow_newer",
+        _supersede,
+        _needs_support,
+    ),
+    Perturbation(
+        "context.drop_support",
+        "context",
+        "drop the support chunk(s) from what reaches the model",
+        Expect("bucket", "context_drop", "context"),
+        "abstain_or_qualify",
+        lambda ctx, v, view: _drop_support(ctx, v, view, "context"),
+        _needs_support,
+    ),
+    Perturbation(
+        "context.shuffle_relabel",
+        "context",
+        f"reverse the chunks' order and label them {RELABEL_FROM}, {RELABEL_FROM + 1}, ...",
+        Expect("unchanged"),
+        "same_answer",
+        _shuffle_relabel,
+        _always,
+    ),
+    Perturbation(
+        "context.truncate",
+        "context",
+        "keep only the chunks before the first support chunk (a token budget cut)",
+        Expect("bucket", "context_drop", "context"),
+        None,
+        _truncate,
+        _needs_support,
+    ),
+    Perturbation(
+        "generation.remove_marker",
+        "generation",
+        "remove the answer's citation markers (structured: its evidence)",
+        Expect("bucket", "uncited", "generation"),
+        None,
+        _remove_markers,
+        _needs_support,
+    ),
+    Perturbation(
+        "generation.change_number",
+        "generation",
+        "raise a number of the gold facts by one where the answer states it",
+        Expect("bucket", "grounding", "generation"),
+        None,
+        _change_number,
+        _needs_numbers,
+    ),
+    Perturbation(
+        "generation.neighbour_label",
+        "generation",
+        "cite the neighbouring context label instead of the support's",
+        Expect("bucket", "attribution", "generation"),
+        None,
+        _neighbour_label,
+        _needs_support,
+    ),
+    Perturbation(
+        "resolution.wrong_chunk",
+        "resolution",
+        "resolve the support's marker to the neighbouring chunk",
+        Expect("bucket", "resolution", "resolution"),
+        None,
+        _wrong_chunk,
+        _needs_support,
+    ),
+    Perturbation(
+        "render.old_version",
+        "render",
+        "link the support's older version on the page",
+        Expect("bucket", "resolution", "render"),
+        None,
+        _old_version_link,
+        _needs_support,
+    ),
+)
+
+BY_NAME = {p.name: p for p in CATALOGUE}
+
+
+def select(names: Sequence[str] | None) -> list[Perturbation]:
+    """The perturbations named (all when None); an unknown name raises ValueError listing the known ones."""
+    if not names:
+        return list(CATALOGUE)
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown perturbation(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    return [BY_NAME[n] for n in names]
