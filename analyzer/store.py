@@ -17,6 +17,8 @@ SCHEMA_VERSIONS = ["1"]
 #: reports all read it.
 BUCKETS = _buckets.BUCKETS
 STAGES = ("retrieval", "context", "generation", "resolution", "render")
+#: what a claim row is judged against: its gold case, or the corpus alone (docs/design.md "Buckets")
+BASES = ("gold", "corpus")
 
 
 def sql(name: str) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from citeline.analyzer.cli.main import main
-from citeline.analyzer.gold.goldset import MAX_ALIASES, MAX_DEPTH, MAX_EXPANDED, load_gold
+from citeline.analyzer.gold.goldset import load_gold
+from citeline.analyzer.gold.yaml_lines import MAX_ALIASES, MAX_DEPTH, MAX_EXPANDED
 
 CASE = """
 cases:

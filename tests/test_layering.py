@@ -55,6 +55,7 @@ FAMILIES: dict[str, set[str]] = {
 FOUNDATIONS: dict[str, set[str]] = {
     "buckets": set(),
     "escaping": set(),
+    "problems": set(),
     "streaming": set(),
     "text": set(),
     "workers": set(),

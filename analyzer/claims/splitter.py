@@ -221,7 +221,7 @@ class _Unit:
     sentence: int = -1  # clauses of one sentence share it
 
 
-class _Reader:
+class _AnswerReader:
     """One answer under one policy."""
 
     def __init__(self, text: str, policy: Policy, phrases: tuple[str, ...]) -> None:
@@ -452,7 +452,7 @@ def split_answer(text: str, policy: Policy = DEFAULT_POLICY, phrases: tuple[str,
 
     ``phrases``: the run's abstention phrases, lowercased; a sentence holding one is a statement about
     the sources (``meta``), not a claim."""
-    return _Reader(text, policy, phrases).read()
+    return _AnswerReader(text, policy, phrases).read()
 
 
 def split_claims(text: str, policy: Policy = DEFAULT_POLICY) -> list[Claim]:

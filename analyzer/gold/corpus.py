@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from citeline.analyzer.gold.goldset import GoldError, GoldSet, _fill_corpus, _jsonl, _Reader, load_gold
+from citeline.analyzer.gold.goldset import GoldError, GoldSet, _fill_corpus, _jsonl, _Records, load_gold
 
 
 def load_corpus(path: str | Path) -> GoldSet:
@@ -25,7 +25,7 @@ def load_corpus(path: str | Path) -> GoldSet:
         return gold
     if path.is_file() and path.suffix == ".jsonl":
         gold = GoldSet(source=str(path))
-        r = _Reader(str(path))
+        r = _Records(str(path))
         _fill_corpus(gold, r, list(_jsonl(path, r)))
         gold.errors.extend(r.errors)
         return gold

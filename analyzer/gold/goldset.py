@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from citeline.analyzer.claims.policy import PolicyError, attach_policy, exempt_kinds
+from citeline.analyzer.gold.yaml_lines import LINE, Hostile, Items, LineLoader
 from citeline.analyzer.streaming import lines
 
 EXPECT = ("answer", "abstain", "conflict")
@@ -29,7 +30,6 @@ CASE_STATUS = ("confirmed", "draft")
 #: requirement); a case's ``require_authority`` names the least it accepts (``untrusted`` never does)
 AUTHORITY = ("primary", "secondary", "untrusted")
 REQUIRABLE = AUTHORITY[:-1]
-_LINE = "__line__"
 
 
 def normalise_question(question: str) -> str:
@@ -114,113 +114,7 @@ class GoldSet:
     """The file's ``policy:`` (attachment, kinds of text needing no citation); None where it names none."""
 
 
-#: bounds for a gold file someone else wrote: anchors a real gold set needs, nesting far past its shape
-MAX_ALIASES = 100
-#: ... and the values all aliases together may stand for (a bomb nests few aliases many levels deep)
-MAX_EXPANDED = 100_000
-MAX_DEPTH = 50
-
-
-class _Hostile(yaml.YAMLError):
-    """A structure no gold set needs (alias bomb, deep nesting, a repeated key), with its place."""
-
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.problem_mark = yaml.Mark("", 0, line - 1, 0, "", 0)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that remembers the line each mapping and sequence item starts on, and refuses
-    alias bombs, nesting deeper than MAX_DEPTH and keys repeated in one mapping."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._aliases = 0
-        self._depth = 0
-        self._expanded = 0  # nodes the aliases stand for: what constructing the document will build
-        self._sizes: dict[int, int] = {}
-
-    def _size(self, node: Any) -> int:
-        """Nodes in ``node``'s subtree, aliases counted at their full size (memoised: an alias of an
-        alias of ... is sized once per anchor)."""
-        known = self._sizes.get(id(node))
-        if known is not None:
-            return known
-        size = 1
-        if isinstance(node, yaml.MappingNode):
-            size += sum(self._size(k) + self._size(v) for k, v in node.value)
-        elif isinstance(node, yaml.SequenceNode):
-            size += sum(self._size(v) for v in node.value)
-        self._sizes[id(node)] = size
-        return size
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
-        line = event.start_mark.line + 1 if event.start_mark is not None else 0
-        if isinstance(event, yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_ALIASES:
-                raise _Hostile(
-                    line,
-                    f"more than {MAX_ALIASES} aliases (*name): refused, a gold set needs none (alias bomb?)",
-                )
-            anchor = self.anchors.get(event.anchor)
-            if anchor is not None:
-                self._expanded += self._size(anchor)
-                if self._expanded > MAX_EXPANDED:
-                    raise _Hostile(
-                        line,
-                        f"aliases (*name) that expand to more than {MAX_EXPANDED:,} values: refused (alias bomb?)",
-                    )
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise _Hostile(line, f"nested deeper than {MAX_DEPTH} levels: refused")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
-    first_line: dict[str, int] = {}
-    for key_node, _value in node.value:
-        key = str(loader.construct_object(key_node, deep=True))
-        line = key_node.start_mark.line + 1
-        if key in first_line:
-            raise _Hostile(line, f"key {key!r} appears twice in one mapping (lines {first_line[key]} and {line})")
-        first_line[key] = line
-    mapping: dict[str, Any] = {str(k): v for k, v in loader.construct_mapping(node, deep=True).items()}
-    mapping[_LINE] = node.start_mark.line + 1
-    return mapping
-
-
-class _Items(list[Any]):
-    """A YAML sequence that knows the line of each item (to name a bad entry by line)."""
-
-    lines: list[int]
-
-
-def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> list[Any]:
-    items = _Items(loader.construct_sequence(node, deep=True))
-    items.lines = [child.start_mark.line + 1 for child in node.value]
-    return items
-
-
-def _construct_timestamp(loader: _LineLoader, node: yaml.ScalarNode) -> str:
-    # dates stay text here and are parsed per field, so a bad one is reported, not fatal
-    return str(loader.construct_scalar(node))
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
-_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
-
-
-class _Reader:
+class _Records:
     """Collects errors with their places while records are checked."""
 
     def __init__(self, file: str, advise: bool = False) -> None:
@@ -284,14 +178,14 @@ def _kind(value: Any) -> str:
 
 
 def _where(rec: Any, fallback: str, items: Any = None, i: int = 0) -> str:
-    if isinstance(rec, dict) and _LINE in rec:
-        return f"line {rec[_LINE]}"
-    if isinstance(items, _Items) and i < len(items.lines):
+    if isinstance(rec, dict) and LINE in rec:
+        return f"line {rec[LINE]}"
+    if isinstance(items, Items) and i < len(items.lines):
         return f"line {items.lines[i]}"
     return fallback
 
 
-def _corpus_record(r: _Reader, rec: Any, where: str) -> CorpusChunk | None:
+def _corpus_record(r: _Records, rec: Any, where: str) -> CorpusChunk | None:
     if not isinstance(rec, dict):
         r.error(where, "corpus", "each corpus entry must be a mapping")
         return None
@@ -327,7 +221,7 @@ def _corpus_record(r: _Reader, rec: Any, where: str) -> CorpusChunk | None:
     )
 
 
-def _choice(r: _Reader, rec: dict[str, Any], where: str, key: str, allowed: tuple[str, ...]) -> str | bool | None:
+def _choice(r: _Records, rec: dict[str, Any], where: str, key: str, allowed: tuple[str, ...]) -> str | bool | None:
     """A field that takes one of a few words: the word, None when absent, False (named) when it is another."""
     value = rec.get(key)
     if value is None or value == "":
@@ -338,7 +232,7 @@ def _choice(r: _Reader, rec: dict[str, Any], where: str, key: str, allowed: tupl
     return value
 
 
-def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldCase | None:
+def _case_record(r: _Records, rec: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldCase | None:
     if not isinstance(rec, dict):
         r.error(where, "cases", "each case must be a mapping")
         return None
@@ -415,7 +309,7 @@ def _case_record(r: _Reader, rec: Any, where: str, corpus: dict[str, CorpusChunk
     return case
 
 
-def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldClaim | None:
+def _claim_record(r: _Records, c: Any, where: str, corpus: dict[str, CorpusChunk]) -> GoldClaim | None:
     if not isinstance(c, dict):
         r.error(where, "claims", "each claim must be a mapping")
         return None
@@ -448,12 +342,12 @@ def _claim_record(r: _Reader, c: Any, where: str, corpus: dict[str, CorpusChunk]
 
 #: the longest corpus.jsonl / cases.jsonl line read (a chunk's text is kilobytes; a longer line is
 #: named and skipped without being held in memory)
-MAX_GOLD_LINE_BYTES = 16 * 1024 * 1024
+MAX_GOLDLINE_BYTES = 16 * 1024 * 1024
 #: the largest single-file gold set (YAML or JSON) read; larger sets belong in a folder of JSONL files
 MAX_GOLD_FILE_BYTES = 64 * 1024 * 1024
 
 
-def _advise_facts(r: _Reader, where: str, claim: GoldClaim) -> None:
+def _advise_facts(r: _Records, where: str, claim: GoldClaim) -> None:
     """A claim that states a number, an amount or a date and lists no ``facts``: the judge's deterministic
     check of the value (a different amount is contradicted whatever the wording) cannot run for it."""
     from citeline.analyzer.text import fold, value_spans
@@ -472,13 +366,13 @@ def _advise_facts(r: _Reader, where: str, claim: GoldClaim) -> None:
         )
 
 
-def _jsonl(path: Path, r: _Reader) -> Iterator[tuple[Any, str]]:
-    for n, line, length in lines(path, hold=MAX_GOLD_LINE_BYTES):
+def _jsonl(path: Path, r: _Records) -> Iterator[tuple[Any, str]]:
+    for n, line, length in lines(path, hold=MAX_GOLDLINE_BYTES):
         if line is None:
             r.error(
                 f"line {n}",
                 "-",
-                f"a line of {length:,} bytes is longer than the {MAX_GOLD_LINE_BYTES:,} citeline reads; "
+                f"a line of {length:,} bytes is longer than the {MAX_GOLDLINE_BYTES:,} citeline reads; "
                 "the line is skipped (split the chunk into smaller chunks)",
             )
             continue
@@ -517,7 +411,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
                     GoldError(str(f), "-", "-", "missing: a gold folder holds corpus.jsonl and cases.jsonl")
                 )
                 gold.unreadable = f"{f.name} is missing: a gold folder holds corpus.jsonl and cases.jsonl"
-        rc, rk = _Reader(str(corpus_file)), _Reader(str(cases_file), advise)
+        rc, rk = _Records(str(corpus_file)), _Records(str(cases_file), advise)
         corpus_recs = list(_jsonl(corpus_file, rc)) if corpus_file.exists() else []
         _fill_corpus(gold, rc, corpus_recs)
         case_recs = list(_jsonl(cases_file, rk)) if cases_file.exists() else []
@@ -525,7 +419,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
         gold.errors.extend(rc.errors + rk.errors)
         gold.warnings.extend(rc.warnings + rk.warnings)
         return gold
-    r = _Reader(str(path), advise)
+    r = _Records(str(path), advise)
     if path.stat().st_size > MAX_GOLD_FILE_BYTES:
         why = (
             f"{path.stat().st_size:,} bytes is more than the {MAX_GOLD_FILE_BYTES:,} citeline reads from one "
@@ -536,7 +430,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
         return gold
     try:
         raw = path.read_text(encoding="utf-8")
-        data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_LineLoader)
+        data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=LineLoader)
     except RecursionError:
         gold.errors.append(GoldError(str(path), "-", "-", "nested too deeply to read: refused"))
         gold.unreadable = "nested too deeply to read: refused"
@@ -544,7 +438,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else f"line {getattr(exc, 'lineno', '-')}"
-        why = str(exc) if isinstance(exc, _Hostile) else f"cannot parse: {exc}".splitlines()[0]
+        why = str(exc) if isinstance(exc, Hostile) else f"cannot parse: {exc}".splitlines()[0]
         gold.errors.append(GoldError(str(path), where, "-", why))
         gold.unreadable = f"{where}: {why}"
         return gold
@@ -568,7 +462,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
     return gold
 
 
-def _file_policy(gold: GoldSet, r: _Reader, policy: Any, where: str) -> None:
+def _file_policy(gold: GoldSet, r: _Records, policy: Any, where: str) -> None:
     """The file's ``policy:`` mapping (``attach``, ``exempt``); a bad setting is named and the default kept."""
     if policy is None:
         return
@@ -576,7 +470,7 @@ def _file_policy(gold: GoldSet, r: _Reader, policy: Any, where: str) -> None:
         r.error(where, "policy", "must be a mapping with attach and/or exempt")
         return
     for key in policy:
-        if key not in ("attach", "exempt", _LINE):
+        if key not in ("attach", "exempt", LINE):
             r.error(where, f"policy.{key}", "unknown setting; policy takes attach and exempt")
     try:
         if policy.get("attach") is not None:
@@ -588,7 +482,7 @@ def _file_policy(gold: GoldSet, r: _Reader, policy: Any, where: str) -> None:
         r.error(where, fld, message)
 
 
-def _fill_corpus(gold: GoldSet, r: _Reader, records: list[tuple[Any, str]]) -> None:
+def _fill_corpus(gold: GoldSet, r: _Records, records: list[tuple[Any, str]]) -> None:
     for rec, where in records:
         chunk = _corpus_record(r, rec, where)
         if chunk is None:
@@ -599,7 +493,7 @@ def _fill_corpus(gold: GoldSet, r: _Reader, records: list[tuple[Any, str]]) -> N
         gold.corpus[chunk.chunk_id] = chunk
 
 
-def _fill_cases(gold: GoldSet, r: _Reader, records: list[tuple[Any, str]]) -> None:
+def _fill_cases(gold: GoldSet, r: _Records, records: list[tuple[Any, str]]) -> None:
     for rec, where in records:
         case = _case_record(r, rec, where, gold.corpus)
         if case is None:

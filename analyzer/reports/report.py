@@ -17,7 +17,7 @@ import duckdb
 
 from citeline.analyzer.claims.policy import SKIP_KINDS
 from citeline.analyzer.escaping import is_span_id, is_trace_id, md, term
-from citeline.analyzer.store import BUCKETS, sql
+from citeline.analyzer.store import BASES, BUCKETS, sql
 from citeline.instrumentation._redact import public_url
 
 
@@ -269,8 +269,6 @@ def _chunk_texts(con: duckdb.DuckDBPyConnection, run_id: str, tables: set[str]) 
 # --- gates --------------------------------------------------------------------------------
 
 _GATE = re.compile(r"^\s*([a-z_]+)\s*(>=|<=|>|<)\s*(\d+(?:\.\d+)?)\s*(%?)\s*(?:@\s*([a-z_]+)\s*)?$")
-#: the bases a claim is judged on (docs/analyzer.md, "Corpus basis"); a gate's ``@basis`` names one
-BASES = ("gold", "corpus")
 #: gates on the run's input rather than its buckets
 COVERAGE_GATES = ("unmatched", "coverage", "missing_cases")
 #: the citation metrics (report_citation_metrics.sql), gated as a fraction (0.9) or a percentage (90%)

@@ -19,8 +19,8 @@ import duckdb
 
 from citeline.analyzer import steps
 from citeline.analyzer.gold.goldset import AUTHORITY, GoldSet, normalise_question
+from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import openinference, prompt_context, structured
-from citeline.analyzer.sources.ingest import Problem
 from citeline.analyzer.store import SCHEMA_VERSIONS, sql
 
 PART_TRACES = 100_000  # traces classified at a time: keeps memory flat whatever the run's size

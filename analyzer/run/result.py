@@ -15,7 +15,7 @@ import polars as pl
 from citeline.analyzer.gold.goldset import GoldError
 from citeline.analyzer.reports.report import span_url, trace_url
 from citeline.analyzer.sources.ingest import IngestReport
-from citeline.analyzer.store import DEFAULT_DB, connect
+from citeline.analyzer.store import BASES, DEFAULT_DB, connect
 
 CLAIM_ORDER = "ORDER BY case_id, trace_id, gold_claim_id NULLS LAST, claim_text"
 #: each claim of the JSON contract (docs/design.md), in order
@@ -31,8 +31,6 @@ _CLAIM_KEYS = (
     "span_id",
     "basis",
 )
-#: the bases a row is judged on: against its trace's gold case, or the corpus and the trace alone
-BASES = ("gold", "corpus")
 
 
 @dataclass

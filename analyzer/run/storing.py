@@ -20,7 +20,7 @@ import duckdb
 
 from citeline.analyzer import steps
 from citeline.analyzer.gold.goldset import GoldError
-from citeline.analyzer.sources.ingest import Problem
+from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import BUCKETS, sql
 
 

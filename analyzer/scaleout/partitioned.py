@@ -37,6 +37,7 @@ import duckdb
 from citeline.analyzer import judges
 from citeline.analyzer.gold.goldset import GoldSet
 from citeline.analyzer.judges import Judge
+from citeline.analyzer.problems import Problem
 from citeline.analyzer.run import joining, splitting, storing
 from citeline.analyzer.run.analyze import (
     DEFAULT_ABSTAIN_PHRASES,
@@ -52,7 +53,7 @@ from citeline.analyzer.run.judging import human_table
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.scaleout import tasks as work
 from citeline.analyzer.sources import lake as _lake
-from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, Problem, trace_files
+from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, trace_files
 from citeline.analyzer.store import DEFAULT_DB, connect
 
 #: bytes of trace files one map task reads at most (a file is never cut)

@@ -23,6 +23,7 @@ import duckdb
 import orjson
 
 from citeline.analyzer import streaming as _streaming
+from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.store import SCHEMA_VERSIONS, run
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
@@ -38,22 +39,6 @@ BATCH_FILES = 32
 # A file with longer lines (a Collector writes one batch of spans per line) is read again
 # on its own with a limit fitted to its longest line, up to MAX_LINE_BYTES.
 LINE_BYTES = 8 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something in the input that was skipped, with its place."""
-
-    source: str
-    place: str
-    field: str
-    message: str
-    skipped: bool = True
-    """False for what was read but is worth saying (a stage that could not be read stays in the chain
-    and makes its claims not_evaluable; chunk ids joined by content): a note, not a skip."""
-
-    def __str__(self) -> str:
-        return f"{self.source}:{self.place}: {self.field}: {self.message}"
 
 
 @dataclass

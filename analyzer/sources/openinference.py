@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 
 from citeline.analyzer import steps
-from citeline.analyzer.sources.ingest import Problem
+from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import sql
 from citeline.instrumentation import content_hash
 from citeline.instrumentation._chunks import normalised as _norm
