@@ -17,9 +17,9 @@ host app.
 from ._chunks import Chunk, ChunkRecord, content_hash
 from ._config import Citeline, configure
 from ._files import OTLPJsonFileExporter, TraceFileProcessor
-from ._keys import SCHEMA_VERSION
 from ._request import RequestScope, request
 from ._wrap import context_assembly, generation, render, resolution, retrieval
+from .schema import SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _guard
-from . import _keys as K
+from . import schema as K
 from ._content import ContentFilter
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
 from ._redact import redact_url

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from opentelemetry.trace import Span
 
 from . import _guard
-from . import _keys as K
+from . import schema as K
 from ._chunks import Columns
 from ._stages import current_request
 

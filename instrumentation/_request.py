@@ -23,7 +23,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from . import _config, _guard
-from . import _keys as K
+from . import schema as K
 from ._content import record_error
 from ._stages import RequestState, current_request, first_text_arg
 from ._streams import wrap_async_generator, wrap_generator

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _keys as K
+from . import schema as K
 from ._chunks import Columns, chunk_items, content_hash
 from ._otlp_json import dumps
 from ._prompt import chunks_in_arguments, chunks_in_prompt, prompt_text

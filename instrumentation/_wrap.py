@@ -22,8 +22,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from . import _config, _guard, _perturb
-from . import _keys as K
 from . import _stages as S
+from . import schema as K
 from ._chunks import to_columns
 from ._content import error_text, record_error
 from ._prompt import prompt_text

@@ -24,7 +24,7 @@ from citeline.analyzer.store import STAGES
 from citeline.analyzer.testing.captured import CapturedStore
 from citeline.analyzer.testing.perturb_judge import Cell, Run, judge_cells
 from citeline.analyzer.testing.perturbations import CaseContext, Perturbation, renumber, select
-from citeline.instrumentation import _keys as K
+from citeline.instrumentation import schema as K
 from citeline.instrumentation._capture import capture
 from citeline.instrumentation._perturb import perturbing
 
