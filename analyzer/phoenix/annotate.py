@@ -43,6 +43,7 @@ from citeline.analyzer.escaping import is_span_id
 from citeline.analyzer.sources.ingest import IngestReport, ingest
 from citeline.instrumentation._otlp_json import key_values
 from citeline.instrumentation._redact import redact_text, redact_url
+from citeline.instrumentation.schema import OI_SPAN_KIND
 
 NAME = "citeline"
 BATCH = 100
@@ -182,8 +183,8 @@ def _otlp_span(s: dict[str, Any]) -> dict[str, Any]:
     """A Phoenix v1 span -> an OTLP/JSON span, so pulled spans ingest like trace files."""
     attrs = dict(s.get("attributes") or {})
     kind = s.get("span_kind")
-    if kind and "openinference.span.kind" not in attrs:
-        attrs["openinference.span.kind"] = kind
+    if kind and OI_SPAN_KIND not in attrs:
+        attrs[OI_SPAN_KIND] = kind
     out: dict[str, Any] = {
         "traceId": s["context"]["trace_id"],
         "spanId": s["context"]["span_id"],
