@@ -31,8 +31,8 @@ from citeline.analyzer.sources.openinference import MIN_PIECE, Doc, Stats, json_
 from citeline.analyzer.store import sql
 from citeline.instrumentation._chunks import Columns
 from citeline.instrumentation._chunks import normalised as _norm
-from citeline.instrumentation._labels import BLOCK_HEADER
 from citeline.instrumentation._prompt import chunks_in_prompt
+from citeline.instrumentation.labels import BLOCK_HEADER
 
 #: what an OpenInference instrumentor writes in place of a hidden value (TraceConfig(hide_inputs=True))
 REDACTED = "__REDACTED__"
