@@ -32,9 +32,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from citeline.instrumentation import configure, retrieval
 from citeline.instrumentation import schema as K
-from citeline.instrumentation._chunks import content_hash
 from citeline.instrumentation._files import OTLPJsonFileExporter, TraceFileProcessor
 from citeline.instrumentation._otlp_json import dumps
+from citeline.instrumentation.chunks import content_hash
 
 LIMIT = 128
 

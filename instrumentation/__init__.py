@@ -14,11 +14,11 @@ Imports only OpenTelemetry and the standard library: it runs inside the
 host app.
 """
 
-from ._chunks import Chunk, ChunkRecord, content_hash
 from ._config import Citeline, configure
 from ._files import OTLPJsonFileExporter, TraceFileProcessor
 from ._request import RequestScope, request
 from ._wrap import context_assembly, generation, render, resolution, retrieval
+from .chunks import Chunk, ChunkRecord, content_hash
 from .schema import SCHEMA_VERSION
 
 __all__ = [

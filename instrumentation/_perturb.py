@@ -27,8 +27,8 @@ from opentelemetry.trace import Span
 
 from . import _guard
 from . import schema as K
-from ._chunks import Columns
 from ._stages import current_request
+from .chunks import Columns
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._chunks import Columns, chunk_items, is_chunk_shaped, to_columns
+from .chunks import Columns, chunk_items, is_chunk_shaped, to_columns
 from .labels import label_before
 
 #: a chunk longer than this counts as present when its first this-many characters are

@@ -24,10 +24,10 @@ from opentelemetry.trace import Span
 from . import _config, _guard, _perturb
 from . import _stages as S
 from . import schema as K
-from ._chunks import to_columns
 from ._content import error_text, record_error
 from ._prompt import prompt_text
 from ._streams import wrap_async_generator, wrap_generator
+from .chunks import to_columns
 
 _ABANDONED = (GeneratorExit, asyncio.CancelledError)
 

@@ -32,7 +32,7 @@ from citeline.analyzer import steps
 from citeline.analyzer.sources.ingest import Problem
 from citeline.analyzer.store import sql
 from citeline.instrumentation import content_hash
-from citeline.instrumentation._chunks import normalised as _norm
+from citeline.instrumentation.chunks import normalised as _norm
 from citeline.instrumentation.schema import OI_RETRIEVAL_DOCUMENTS
 
 #: metadata keys read as the chunk's id, most specific first
