@@ -22,7 +22,7 @@ from . import _guard
 from . import schema as K
 from ._content import ContentFilter
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
-from ._redact import redact_url
+from .redact import redact_url
 
 SCOPE_NAME = "citeline"
 SCOPE_VERSION = "0.1.0"

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from citeline.analyzer.judges._api import LABELS, BaseJudge, JudgeItem, Judgment, Source, as_item, failed
-from citeline.instrumentation._redact import redact_text, redact_url
+from citeline.instrumentation.redact import redact_text, redact_url
 
 log = logging.getLogger("citeline.judges.llm")
 
