@@ -33,8 +33,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from citeline.instrumentation import configure, retrieval
 from citeline.instrumentation import schema as K
 from citeline.instrumentation._files import OTLPJsonFileExporter, TraceFileProcessor
-from citeline.instrumentation._otlp_json import dumps
 from citeline.instrumentation.chunks import content_hash
+from citeline.instrumentation.otlp_json import dumps
 
 LIMIT = 128
 

@@ -41,7 +41,7 @@ import orjson
 
 from citeline.analyzer.escaping import is_span_id
 from citeline.analyzer.sources.ingest import IngestReport, ingest
-from citeline.instrumentation._otlp_json import key_values
+from citeline.instrumentation.otlp_json import key_values
 from citeline.instrumentation.redact import redact_text, redact_url
 from citeline.instrumentation.schema import OI_SPAN_KIND
 
