@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import schema as K
-from ._prompt import chunks_in_arguments, chunks_in_prompt, prompt_text
 from .chunks import Columns, chunk_items, content_hash
 from .otlp_json import dumps
+from .prompt import chunks_in_arguments, chunks_in_prompt, prompt_text
 
 #: attribute slots kept free for the host's own or auto-instrumentation attributes
 _RESERVED_SLOTS = 8

@@ -8,6 +8,10 @@ text occurs in the prompt reached the model; its label is the one written
 just before it (``[2]``, ``Source 2:``, ``2.``: the grammar of ``labels``, the
 one the analyzer reads answers with), else its 1-based position among the
 chunks found. Frameworks are recognised by shape; none is imported.
+
+A supported, public module of ``citeline.instrumentation``: the analyzer reads the context of
+OpenInference-only traces off their LLM prompts with :func:`chunks_in_prompt`, the rule the
+context decorator records with, so a prompt means the same chunks whichever side read it.
 """
 
 from __future__ import annotations
