@@ -18,7 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from . import _guard
+from . import _guard, settings
 from . import schema as K
 from ._content import ContentFilter
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
@@ -142,10 +142,10 @@ def _add_processor(provider: Any, processor: SpanProcessor) -> None:
 
 
 def _env_endpoint() -> str | None:
-    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    traces = settings.OTLP_TRACES_ENDPOINT.get()
     if traces:
         return traces
-    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    base = settings.OTLP_ENDPOINT.get()
     if base:
         return base.rstrip("/") + "/v1/traces"
     return None
@@ -221,7 +221,7 @@ def configure(
         record_content=record_content,
         owns_provider=owns,
     )
-    name = service_name or os.environ.get("OTEL_SERVICE_NAME") or "citeline"
+    name = service_name or settings.SERVICE_NAME.get() or "citeline"
     if directory is not None:
         exporter = OTLPJsonFileExporter(directory, prefix=name, max_bytes=max_file_bytes)
         handle.processors.append(TraceFileProcessor(exporter))
@@ -258,7 +258,7 @@ def configure(
     _settings.tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     _settings.record_content = record_content
     _settings.max_attributes = _span_attribute_limit(provider)
-    _settings.service_name = service_name or os.environ.get("OTEL_SERVICE_NAME") or None
+    _settings.service_name = service_name or settings.SERVICE_NAME.get()
     _settings.handle = handle
     return handle
 
