@@ -30,11 +30,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from citeline.instrumentation import _keys as K
 from citeline.instrumentation import configure, retrieval
-from citeline.instrumentation._chunks import content_hash
+from citeline.instrumentation import schema as K
 from citeline.instrumentation._files import OTLPJsonFileExporter, TraceFileProcessor
-from citeline.instrumentation._otlp_json import dumps
+from citeline.instrumentation.chunks import content_hash
+from citeline.instrumentation.otlp_json import dumps
 
 LIMIT = 128
 

@@ -12,14 +12,23 @@
 
 Imports only OpenTelemetry and the standard library: it runs inside the
 host app.
+
+Besides the names below, these modules are supported and public, because the
+analyzer (or a harness) reads with them what the decorators write with them:
+``schema`` (the trace schema: every attribute key and enumerated value),
+``labels`` (the citation label grammar), ``chunks`` (chunk identity and the
+content hash), ``prompt`` (which chunks a prompt holds), ``otlp_json`` (the
+trace file encoding), ``redact`` (what counts as a secret), ``settings`` (the
+environment variables citeline reads) and ``testing`` (capture and perturbation
+hooks). Modules named ``_*`` are machinery and may change at any time.
 """
 
-from ._chunks import Chunk, ChunkRecord, content_hash
 from ._config import Citeline, configure
 from ._files import OTLPJsonFileExporter, TraceFileProcessor
-from ._keys import SCHEMA_VERSION
 from ._request import RequestScope, request
 from ._wrap import context_assembly, generation, render, resolution, retrieval
+from .chunks import Chunk, ChunkRecord, content_hash
+from .schema import SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -75,7 +75,7 @@ def capture(*, record_content: bool = True) -> Iterator[Captured]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}), id_generator=SequentialIds())
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer(_config.SCOPE_NAME, _config.SCOPE_VERSION)
+    tracer = provider.get_tracer(_config.SCOPE_NAME, _config.scope_version())
     captured = Captured(exporter, provider, tracer)
     settings = _config._settings
     with _lock:

@@ -6,6 +6,7 @@ on the decorators degrade quietly.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -18,17 +19,40 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from . import _guard
-from . import _keys as K
+from . import _guard, settings
+from . import schema as K
 from ._content import ContentFilter
 from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
-from ._redact import redact_url
+from .redact import redact_url
 
 SCOPE_NAME = "citeline"
-SCOPE_VERSION = "0.1.0"
 DEFAULT_TRACE_DIR = "traces"
 DEFAULT_SPAN_ATTRIBUTES = 128
 DEFAULT_SHUTDOWN_TIMEOUT = 5.0
+
+
+@functools.cache
+def scope_version() -> str:
+    """citeline's version, the instrumentation scope's: read once from the package metadata, whose one
+    source is pyproject.toml; in a source checkout that was never installed, from that pyproject.toml.
+
+    Read on the first tracer, not at import: importing ``importlib.metadata`` costs the host app's
+    start-up tens of milliseconds it need not pay before ``configure()``.
+    """
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(SCOPE_NAME)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    import tomllib
+
+    try:
+        with (Path(__file__).resolve().parent.parent / "pyproject.toml").open("rb") as f:
+            project = tomllib.load(f)["project"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "0+unknown"
+    return str(project["version"]) if project.get("name") == SCOPE_NAME and "version" in project else "0+unknown"
 
 
 @dataclass
@@ -142,10 +166,10 @@ def _add_processor(provider: Any, processor: SpanProcessor) -> None:
 
 
 def _env_endpoint() -> str | None:
-    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    traces = settings.OTLP_TRACES_ENDPOINT.get()
     if traces:
         return traces
-    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    base = settings.OTLP_ENDPOINT.get()
     if base:
         return base.rstrip("/") + "/v1/traces"
     return None
@@ -221,7 +245,7 @@ def configure(
         record_content=record_content,
         owns_provider=owns,
     )
-    name = service_name or os.environ.get("OTEL_SERVICE_NAME") or "citeline"
+    name = service_name or settings.SERVICE_NAME.get() or "citeline"
     if directory is not None:
         exporter = OTLPJsonFileExporter(directory, prefix=name, max_bytes=max_file_bytes)
         handle.processors.append(TraceFileProcessor(exporter))
@@ -255,10 +279,10 @@ def configure(
                 K.CL_SERVICE,
             )
 
-    _settings.tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
+    _settings.tracer = provider.get_tracer(SCOPE_NAME, scope_version())
     _settings.record_content = record_content
     _settings.max_attributes = _span_attribute_limit(provider)
-    _settings.service_name = service_name or os.environ.get("OTEL_SERVICE_NAME") or None
+    _settings.service_name = service_name or settings.SERVICE_NAME.get()
     _settings.handle = handle
     return handle
 
@@ -272,7 +296,7 @@ def current_tracer() -> trace.Tracer | None:
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
     # somebody installed a real provider without calling configure(): join it
-    _settings.tracer = provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
+    _settings.tracer = provider.get_tracer(SCOPE_NAME, scope_version())
     _settings.max_attributes = _span_attribute_limit(provider)
     return _settings.tracer
 

@@ -21,7 +21,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
-from . import _keys as K
+from . import schema as K
 
 
 def withheld(text: str) -> str:
@@ -31,7 +31,7 @@ def withheld(text: str) -> str:
 
 
 def is_content_key(key: str) -> bool:
-    """Does an attribute of this key hold content (``_keys.CONTENT_*``)?"""
+    """Does an attribute of this key hold content (``schema.CONTENT_*``)?"""
     return key in K.CONTENT_KEYS or key.startswith(K.CONTENT_PREFIXES) or key.endswith(K.CONTENT_SUFFIXES)
 
 

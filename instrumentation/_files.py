@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import _guard
-from ._otlp_json import encode_line
+from .otlp_json import encode_line
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_QUEUE = 1_000_000

@@ -10,8 +10,9 @@ swallowed, because they belong to the app, not to us.
 from __future__ import annotations
 
 import logging
-import os
 import threading
+
+from . import settings
 
 log = logging.getLogger("citeline")
 
@@ -21,7 +22,7 @@ _lock = threading.Lock()
 
 def strict() -> bool:
     """True when internal errors should propagate (our own test suite)."""
-    return os.environ.get("CITELINE_STRICT") == "1"
+    return settings.STRICT.get() == "1"
 
 
 def report(where: str, exc: BaseException, *, user_hook: bool = False) -> None:

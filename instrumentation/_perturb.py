@@ -26,9 +26,9 @@ from typing import Any, Protocol
 from opentelemetry.trace import Span
 
 from . import _guard
-from . import _keys as K
-from ._chunks import Columns
+from . import schema as K
 from ._stages import current_request
+from .chunks import Columns
 
 
 @dataclass(frozen=True)

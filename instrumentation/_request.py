@@ -23,7 +23,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from . import _config, _guard
-from . import _keys as K
+from . import schema as K
 from ._content import record_error
 from ._stages import RequestState, current_request, first_text_arg
 from ._streams import wrap_async_generator, wrap_generator
@@ -106,9 +106,9 @@ class RequestScope:
             self.state = RequestState()
             pid, groups = _principal(self.principal)
             attrs: dict[str, Any] = {
-                K.OI_SPAN_KIND: K.KIND_CHAIN,
+                K.OI_SPAN_KIND: K.STAGE_KIND[K.Stage.REQUEST].value,
                 K.CL_SCHEMA: K.SCHEMA_VERSION,
-                K.CL_STAGE: "request",
+                K.CL_STAGE: K.Stage.REQUEST.value,
                 K.CL_QUESTION: self.question or "",
             }
             if groups is not None:
@@ -118,7 +118,7 @@ class RequestScope:
                 attrs[K.CL_SERVICE] = service
             if self.question:
                 attrs[K.OI_INPUT_VALUE] = self.question
-                attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+                attrs[K.OI_INPUT_MIME] = K.MimeType.TEXT.value
             if self.case_id:
                 attrs[K.CL_CASE_ID] = str(self.case_id)
             if pid:
@@ -173,7 +173,7 @@ class RequestScope:
         """Show the final answer on the request span in Phoenix (optional)."""
         try:
             if self.span is not None:
-                self.span.set_attributes({K.OI_OUTPUT_VALUE: answer, K.OI_OUTPUT_MIME: K.MIME_TEXT})
+                self.span.set_attributes({K.OI_OUTPUT_VALUE: answer, K.OI_OUTPUT_MIME: K.MimeType.TEXT.value})
         except Exception as err:  # noqa: BLE001
             _guard.report("setting the request output", err)
 
@@ -199,7 +199,7 @@ class RequestScope:
             if tracer is None:
                 return
             parent = trace.set_span_in_context(trace.NonRecordingSpan(span.get_span_context()))
-            late = tracer.start_span("citeline.feedback", context=parent, attributes={K.CL_SCHEMA: K.SCHEMA_VERSION})
+            late = tracer.start_span(K.CL_FEEDBACK_EVENT, context=parent, attributes={K.CL_SCHEMA: K.SCHEMA_VERSION})
             late.add_event(K.CL_FEEDBACK_EVENT, attrs)
             late.end()
         except Exception as err:  # noqa: BLE001

@@ -15,10 +15,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _keys as K
-from ._chunks import Columns, chunk_items, content_hash
-from ._otlp_json import dumps
-from ._prompt import chunks_in_arguments, chunks_in_prompt, prompt_text
+from . import schema as K
+from .chunks import Columns, chunk_items, content_hash
+from .otlp_json import dumps
+from .prompt import chunks_in_arguments, chunks_in_prompt, prompt_text
 
 #: attribute slots kept free for the host's own or auto-instrumentation attributes
 _RESERVED_SLOTS = 8
@@ -153,11 +153,7 @@ def _base(stage: str, kind: str) -> dict[str, Any]:
 
 def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any], content: bool) -> dict[str, Any]:
     """Attributes known when the stage starts (its kind and input)."""
-    kind = {
-        "retrieval": K.KIND_RETRIEVER,
-        "context": K.KIND_RERANKER,
-        "generation": K.KIND_LLM,
-    }.get(stage, K.KIND_CHAIN)
+    kind = K.STAGE_KIND[stage].value
     attrs = _base(stage, kind)
     text: str | None = None
     if stage in ("retrieval", "context"):
@@ -173,7 +169,7 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
         attrs[K.CL_INPUT_LENGTH] = len(text)
         return attrs
     attrs[K.OI_INPUT_VALUE] = _clip(text)
-    attrs[K.OI_INPUT_MIME] = K.MIME_TEXT
+    attrs[K.OI_INPUT_MIME] = K.MimeType.TEXT.value
     if stage == "context":
         attrs[K.OI_RERANKER_QUERY] = _clip(text)
     return attrs
@@ -201,9 +197,9 @@ def context_from_prompt(
     retrieval. Raises NothingToLookFor when there is nothing to look for (the
     span then records an adapter error instead of an empty context).
     """
-    candidates, source = chunks_in_arguments(args, kwargs), "arguments"
+    candidates, source = chunks_in_arguments(args, kwargs), K.ChunksFrom.ARGUMENTS.value
     if candidates is None:
-        candidates, source = request_state().retrieved, "retrieval"
+        candidates, source = request_state().retrieved, K.ChunksFrom.RETRIEVAL.value
     if candidates is None:
         raise NothingToLookFor(
             "the context step returned a prompt, and no chunks were passed to it or retrieved "
@@ -229,7 +225,7 @@ def context_attributes(chunks: Columns, limit: int, content: bool, prompt: str |
     head: dict[str, Any] = {}
     if content and prompt is not None:
         head[K.OI_OUTPUT_VALUE] = _clip(prompt)
-        head[K.OI_OUTPUT_MIME] = K.MIME_TEXT
+        head[K.OI_OUTPUT_MIME] = K.MimeType.TEXT.value
     return _with_documents(head, K.OI_RERANKER_OUTPUT_DOCUMENTS, chunks, tail, limit, content)
 
 
@@ -256,7 +252,7 @@ def generation_attributes(answer: Any, content: bool = True) -> dict[str, Any]:
         # the documented keys, and the seed articles' schema (answerText, claims[].evidence[].
         # sourceId / chunkId / quotedText)
         text = _first(answer, ("text", "answerText")) or ""
-        attrs[K.CL_ANSWER_FORMAT] = "structured"
+        attrs[K.CL_ANSWER_FORMAT] = K.AnswerFormat.STRUCTURED.value
         claim_text: list[str] = []
         ev_claim: list[int] = []
         ev_chunk: list[str] = []
@@ -285,13 +281,13 @@ def generation_attributes(answer: Any, content: bool = True) -> dict[str, Any]:
                 f"cannot read an answer from {type(answer).__name__}; return a string or "
                 "a structured answer with 'text' and 'claims'"
             )
-        attrs[K.CL_ANSWER_FORMAT] = "prose"
+        attrs[K.CL_ANSWER_FORMAT] = K.AnswerFormat.PROSE.value
         abstained = _get(answer, "abstained") if not isinstance(answer, str) else None
         if isinstance(abstained, bool):
             attrs[K.CL_ABSTAINED] = abstained
     text = str(text)
     state = current_request.get()
-    head = {K.OI_OUTPUT_VALUE: _clip(text), K.OI_OUTPUT_MIME: K.MIME_TEXT}
+    head = {K.OI_OUTPUT_VALUE: _clip(text), K.OI_OUTPUT_MIME: K.MimeType.TEXT.value}
     attrs[K.CL_ANSWER] = text
     if state is not None and state.labels:
         attrs[K.CL_LABEL_MAP_LABEL] = list(state.labels)
@@ -336,7 +332,7 @@ def _rows_attributes(value: Any, fields: Sequence[tuple[str, str]], containers: 
             cols[key].append("" if v is None else str(v))
     out: dict[str, Any] = dict(cols)
     out[K.OI_OUTPUT_VALUE] = dumps([{n: cols[k][i] for n, k in fields} for i in range(len(items))]).decode()
-    out[K.OI_OUTPUT_MIME] = K.MIME_JSON
+    out[K.OI_OUTPUT_MIME] = K.MimeType.JSON.value
     return out
 
 

@@ -22,12 +22,12 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from . import _config, _guard, _perturb
-from . import _keys as K
 from . import _stages as S
-from ._chunks import to_columns
+from . import schema as K
 from ._content import error_text, record_error
-from ._prompt import prompt_text
 from ._streams import wrap_async_generator, wrap_generator
+from .chunks import to_columns
+from .prompt import prompt_text
 
 _ABANDONED = (GeneratorExit, asyncio.CancelledError)
 

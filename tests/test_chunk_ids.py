@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from citeline.instrumentation import Chunk, retrieval
-from citeline.instrumentation._chunks import content_hash, to_columns, to_record
+from citeline.instrumentation.chunks import content_hash, to_columns, to_record
 from tests.conftest import Tracing
 
 TEXT = "Opened electronics may be returned within 30 days of delivery."

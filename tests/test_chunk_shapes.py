@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.instrumentation import Chunk, retrieval
-from citeline.instrumentation._chunks import content_hash, to_columns, to_record
+from citeline.instrumentation.chunks import content_hash, to_columns, to_record
 from tests.conftest import Tracing, make_tracing, read_trace_files
 
 

@@ -14,7 +14,7 @@ import pytest
 from citeline.analyzer.claims.policy import EXEMPT_KINDS, Policy, PolicyError, attach_policy, exempt_kinds
 from citeline.analyzer.claims.splitter import Split, split_answer, split_claims
 from citeline.analyzer.gold.goldset import load_gold
-from citeline.instrumentation._labels import Shape
+from citeline.instrumentation.labels import Shape
 
 DATA = Path(__file__).resolve().parent / "data"
 EIGHT = Shape.of([str(n) for n in range(1, 9)])

@@ -14,7 +14,7 @@ from citeline.analyzer.claims.policy import Policy
 from citeline.analyzer.claims.splitter import markers, split_answer, split_claims
 from citeline.analyzer.judges import RulesJudge
 from citeline.analyzer.text import values
-from citeline.instrumentation._labels import Shape
+from citeline.instrumentation.labels import Shape
 
 DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin and licence beside it
 

@@ -17,7 +17,7 @@ from citeline.instrumentation import (
     resolution,
     retrieval,
 )
-from citeline.instrumentation._chunks import content_hash
+from citeline.instrumentation.chunks import content_hash
 from tests.conftest import Tracing
 
 CHUNKS = [

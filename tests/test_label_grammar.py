@@ -1,4 +1,4 @@
-"""One label grammar for prompts and answers (instrumentation/_labels.py): every citation style reads
+"""One label grammar for prompts and answers (instrumentation/labels.py): every citation style reads
 back as written, a bracket reads as a citation only when it fits the label map's shape, and the prompt
 reader and the answer parser agree on what a label is."""
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from citeline.analyzer.claims.policy import Policy
 from citeline.analyzer.claims.splitter import split_claims
-from citeline.instrumentation._labels import STYLES, Shape, canonical, find_markers, label_before, render
+from citeline.instrumentation.labels import STYLES, Shape, canonical, find_markers, label_before, render
 
 WORDS = "opened devices returns refunds policy window items store receipt within days paid fee card".split()
 PREFIXED = ("brackets", "list", "range", "fullwidth", "footnote")  # the styles a letter prefix is written in

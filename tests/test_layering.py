@@ -147,3 +147,42 @@ def test_the_layout_test_fails_on_an_upward_import(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(sys.modules[__name__], "ANALYZER", copy)
     with pytest.raises(AssertionError, match=r"claims\.upward -> run\.analyze"):
         test_each_family_imports_only_what_the_layout_allows()
+
+
+def private_instrumentation_imports(root: Path) -> list[str]:
+    """Imports of a private citeline.instrumentation module (``_name``) under ``root``, as 'path:line: module'."""
+    found = []
+    for f in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["citeline", "instrumentation"] and len(parts) > 2 and parts[2].startswith("_"):
+                    found.append(f"{f.relative_to(root)}:{node.lineno}: {name}")
+                    break
+    return found
+
+
+def test_the_analyzer_imports_only_public_instrumentation_modules() -> None:
+    """The analyzer reads citeline.instrumentation through its public modules (schema, labels, chunks, prompt,
+    redact, otlp_json, testing and the package itself): every private module may be renamed or moved."""
+    assert private_instrumentation_imports(ANALYZER) == []
+
+
+def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "from citeline.instrumentation._wrap import _make\n"
+        "from citeline.instrumentation import _guard, schema\n"
+        "import citeline.instrumentation._config\n"
+        "from citeline.instrumentation.schema import CL_STAGE\n"
+    )
+    assert private_instrumentation_imports(tmp_path) == [
+        "a.py:1: citeline.instrumentation._wrap",
+        "a.py:2: citeline.instrumentation._guard",
+        "a.py:3: citeline.instrumentation._config",
+    ]

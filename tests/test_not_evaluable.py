@@ -142,9 +142,9 @@ def test_an_older_store_learns_the_new_bucket_order(tmp_path: Path) -> None:
 
 
 def test_attribute_keys_read_by_sql_are_the_instrumentations() -> None:
-    from citeline.instrumentation import _keys
+    from citeline.instrumentation import schema
 
-    keys = {v for k, v in vars(_keys).items() if k.isupper() and isinstance(v, str)}
+    keys = {v for k, v in vars(schema).items() if k.isupper() and isinstance(v, str)}
     read = set()
     for path in ROOT.glob("queries/*.sql"):
         read |= set(

@@ -27,8 +27,8 @@ from citeline.analyzer.testing.perturb_render import MARK, render_html, render_t
 from citeline.analyzer.testing.perturbations import CATALOGUE
 from citeline.examples import perturb_apps
 from citeline.examples.demo import gold_path
-from citeline.instrumentation import _keys as K
 from citeline.instrumentation import _perturb
+from citeline.instrumentation import schema as K
 from citeline.instrumentation._capture import capture
 
 #: the matrix of the example app: rows are gold cases, columns the catalogue in order (see MARK)

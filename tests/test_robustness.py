@@ -24,7 +24,7 @@ from citeline.instrumentation import (
     request,
     retrieval,
 )
-from citeline.instrumentation._chunks import content_hash
+from citeline.instrumentation.chunks import content_hash
 from tests.conftest import Tracing, make_tracing, read_trace_files
 
 

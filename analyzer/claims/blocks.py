@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from citeline.analyzer.claims import tables
 from citeline.analyzer.claims.policy import BIBLIOGRAPHY_HEAD
-from citeline.instrumentation._labels import Marker
+from citeline.instrumentation.labels import Marker
 
 LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 _END = re.compile(r"[.!?]+[\"')\u201d\u2019]*")

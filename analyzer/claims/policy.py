@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from citeline.instrumentation._labels import DEFAULT_SHAPE, Shape
+from citeline.instrumentation.labels import DEFAULT_SHAPE, Shape
 
 ATTACH = ("auto", "sentence", "clause", "bullet", "paragraph", "table-cell", "table-row")
 DEFAULT_ATTACH = "auto"

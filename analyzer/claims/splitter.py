@@ -6,7 +6,7 @@ abbreviations such as e.g. and U.S., and initials do not end one), and under the
 ``clause`` policies a sentence is cut again where a marker closes a clause (``..., 30 days [1], and
 refunds ... [2].``). Tables become one claim per factual cell, carrying its row and column headers.
 Which unit a marker covers is the attachment policy (``_policy.ATTACH``). Citations are read with
-the label grammar the prompt reader uses (``citeline.instrumentation._labels``), before or after a
+the label grammar the prompt reader uses (``citeline.instrumentation.labels``), before or after a
 sentence's final punctuation; a marker group on a line of its own cites the sentence before it.
 Nothing inside fenced code blocks or inline code counts as a marker.
 
@@ -24,7 +24,7 @@ from citeline.analyzer.claims import tables
 from citeline.analyzer.claims.blocks import ENTRY, FOOTNOTE_DEF, LIST_ITEM, Block, Marks, blocks, sentences
 from citeline.analyzer.claims.policy import DEFAULT_POLICY, Policy, kind_of, says_little
 from citeline.analyzer.text import fold
-from citeline.instrumentation._labels import DEFAULT_SHAPE, NAMING_WORDS, Marker, Shape, find_markers
+from citeline.instrumentation.labels import DEFAULT_SHAPE, NAMING_WORDS, Marker, Shape, find_markers
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _INLINE = re.compile(r"`[^`\n]*`")

@@ -299,9 +299,9 @@ def _agreement_table(a: Any) -> str:
 
 
 def _phoenix_url(args: argparse.Namespace) -> str | None:
-    import os
+    from citeline.instrumentation.settings import PHOENIX_URL
 
-    url = getattr(args, "phoenix", None) or os.environ.get("CITELINE_PHOENIX_URL")
+    url = getattr(args, "phoenix", None) or PHOENIX_URL.get()
     return url.rstrip("/") if url else None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from citeline.analyzer.gold.goldset import GoldCase, GoldSet, load_gold, normalise_question
+from citeline.instrumentation import schema as K
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -204,10 +205,17 @@ def import_phoenix_dataset(url: str, name: str, **options: Any) -> Drafted:
 def _chunk_texts(files: Sequence[Path]) -> dict[str, dict[str, Any]]:
     """Chunk id -> what the trace files recorded of it (citeline retrieval and context spans)."""
     out: dict[str, dict[str, Any]] = {}
-    fields = ("doc_id", "version", "text", "uri", "title")
+    fields = {
+        "doc_id": K.CL_CHUNK_DOC_ID,
+        "version": K.CL_CHUNK_VERSION,
+        "text": K.CL_CHUNK_TEXT,
+        "uri": K.CL_CHUNK_URI,
+        "title": K.CL_CHUNK_TITLE,
+    }
+    needle = K.CL_CHUNK_ID.encode()
     for f in files:
         for line in f.read_bytes().splitlines():
-            if b"citeline.chunks.chunk_id" not in line:
+            if needle not in line:
                 continue
             try:
                 doc = orjson.loads(line)
@@ -217,8 +225,8 @@ def _chunk_texts(files: Sequence[Path]) -> dict[str, dict[str, Any]]:
                 for ss in rs.get("scopeSpans") or []:
                     for span in ss.get("spans") or []:
                         attrs = {a.get("key"): a.get("value") or {} for a in span.get("attributes") or []}
-                        ids = _strings(attrs.get("citeline.chunks.chunk_id"))
-                        cols = {k: _strings(attrs.get(f"citeline.chunks.{k}")) for k in fields}
+                        ids = _strings(attrs.get(K.CL_CHUNK_ID))
+                        cols = {k: _strings(attrs.get(key)) for k, key in fields.items()}
                         for i, cid in enumerate(ids):
                             rec = out.setdefault(cid, {})
                             for k, vals in cols.items():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -34,7 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from citeline.analyzer.judges._api import LABELS, BaseJudge, JudgeItem, Judgment, Source, as_item, failed
-from citeline.instrumentation._redact import redact_text, redact_url
+from citeline.instrumentation.redact import redact_text, redact_url
+from citeline.instrumentation.settings import JUDGE_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL
 
 log = logging.getLogger("citeline.judges.llm")
 
@@ -175,12 +175,12 @@ class LLMJudge(BaseJudge):
         self.prompt = str(prompt).strip()
         if self.prompt not in PROMPTS:
             raise ValueError(f"the llm judge has prompt versions {', '.join(PROMPTS)}, not {prompt!r}")
-        self.model = model or os.environ.get("CITELINE_JUDGE_MODEL") or os.environ.get("OPENAI_MODEL") or ""
+        self.model = model or JUDGE_MODEL.get() or OPENAI_MODEL.get() or ""
         if not self.model:
             raise ValueError("the llm judge needs a model: --judge-option model=NAME (or CITELINE_JUDGE_MODEL)")
-        base = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        base = base_url or OPENAI_BASE_URL.get()
         self.url = base.rstrip("/") + ("" if base.rstrip("/").endswith("/chat/completions") else "/chat/completions")
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        self.api_key = api_key if api_key is not None else OPENAI_API_KEY.get() or ""
         self.concurrency = max(1, int(concurrency))
         self.retries = max(0, int(retries))
         self.timeout = float(timeout)

@@ -18,13 +18,13 @@ reaches ``entail``, else ``contradicted`` when some window's contradiction proba
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from citeline.analyzer.judges._api import BaseJudge, JudgeItem, Judgment, as_item
 from citeline.analyzer.judges._rules import sentences
+from citeline.instrumentation.settings import NLI_MODEL
 
 _ALIASES = {
     "entailment": "entailed",
@@ -60,7 +60,7 @@ class NLIJudge(BaseJudge):
             raise ImportError(
                 f"the nli judge needs onnxruntime and tokenizers: pip install 'citeline[nli]' ({exc})"
             ) from exc
-        path = Path(model or os.environ.get("CITELINE_NLI_MODEL") or "")
+        path = Path(model or NLI_MODEL.get() or "")
         if not str(path) or str(path) == ".":
             raise ValueError("the nli judge needs a model: --judge-option model=PATH (an .onnx file or its folder)")
         onnx_file = path / "model.onnx" if path.is_dir() else path

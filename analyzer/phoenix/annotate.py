@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +40,10 @@ import orjson
 
 from citeline.analyzer.escaping import is_span_id
 from citeline.analyzer.sources.ingest import IngestReport, ingest
-from citeline.instrumentation._otlp_json import key_values
-from citeline.instrumentation._redact import redact_text, redact_url
+from citeline.instrumentation.otlp_json import key_values
+from citeline.instrumentation.redact import redact_text, redact_url
+from citeline.instrumentation.schema import OI_SPAN_KIND
+from citeline.instrumentation.settings import PHOENIX_API_KEY
 
 NAME = "citeline"
 BATCH = 100
@@ -58,7 +59,7 @@ class _Rest:
     def __init__(self, url: str, timeout: float = 60.0) -> None:
         import httpx
 
-        key = os.environ.get("PHOENIX_API_KEY")
+        key = PHOENIX_API_KEY.get()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         # credentials in the URL (user:password@) go as basic auth, so the URL httpx logs has none
         parts = httpx.URL(url.rstrip("/"))
@@ -100,7 +101,7 @@ def _explain(exc: Exception, url: str, project: str | None = None) -> PhoenixErr
     """One clear message per failure; the URL's credentials and the API key never in it."""
     import httpx
 
-    key = os.environ.get("PHOENIX_API_KEY")
+    key = PHOENIX_API_KEY.get()
     shown = redact_url(url)
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
         why = redact_text(str(exc), [key])
@@ -182,8 +183,8 @@ def _otlp_span(s: dict[str, Any]) -> dict[str, Any]:
     """A Phoenix v1 span -> an OTLP/JSON span, so pulled spans ingest like trace files."""
     attrs = dict(s.get("attributes") or {})
     kind = s.get("span_kind")
-    if kind and "openinference.span.kind" not in attrs:
-        attrs["openinference.span.kind"] = kind
+    if kind and OI_SPAN_KIND not in attrs:
+        attrs[OI_SPAN_KIND] = kind
     out: dict[str, Any] = {
         "traceId": s["context"]["trace_id"],
         "spanId": s["context"]["span_id"],
@@ -494,7 +495,7 @@ def _post(
             return False
         if report is not None and 400 <= code < 500 and code not in (401, 403):
             if one:  # this span's annotations only: name it, keep going
-                why = redact_text(exc.response.text[:200], [os.environ.get("PHOENIX_API_KEY")])
+                why = redact_text(exc.response.text[:200], [PHOENIX_API_KEY.get()])
                 report.rejected.append((str(items[0]["span_id"]), f"HTTP {code}: {why}"))
             return False
         raise _explain(exc, url) from exc

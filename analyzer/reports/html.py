@@ -13,7 +13,7 @@ from citeline.analyzer.buckets import COLORS, NOT_EVALUABLE
 from citeline.analyzer.escaping import html_text
 from citeline.analyzer.reports.report import Report, _key, _pct
 from citeline.analyzer.store import BUCKETS
-from citeline.instrumentation._labels import find_markers
+from citeline.instrumentation.labels import find_markers
 
 
 def _bar_chart(rows: list[tuple[str, float, str]], *, chart_id: str, title: str, fmt: Any = str) -> str:

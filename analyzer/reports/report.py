@@ -18,7 +18,7 @@ import duckdb
 from citeline.analyzer.claims.policy import SKIP_KINDS
 from citeline.analyzer.escaping import is_span_id, is_trace_id, md, term
 from citeline.analyzer.store import BASES, BUCKETS, sql
-from citeline.instrumentation._redact import public_url
+from citeline.instrumentation.redact import public_url
 
 
 def span_url(phoenix_url: str | None, span_id: str | None) -> str | None:

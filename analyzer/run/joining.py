@@ -22,6 +22,7 @@ from citeline.analyzer.gold.goldset import AUTHORITY, GoldSet, normalise_questio
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import openinference, prompt_context, structured
 from citeline.analyzer.store import SCHEMA_VERSIONS, sql
+from citeline.instrumentation.schema import CL_DERIVED_IDS
 
 PART_TRACES = 100_000  # traces classified at a time: keeps memory flat whatever the run's size
 
@@ -57,7 +58,7 @@ class Tallies:
                 Problem(
                     "chunk identity",
                     "-",
-                    "citeline.chunks.derived_ids",
+                    CL_DERIVED_IDS,
                     f"{self.joined_by_content} chunk id(s) the app did not give joined the gold corpus by content "
                     f"hash; {len(self.unjoined)} joined nothing (their text is not in the gold corpus, or met two "
                     f"texts): {', '.join(sorted(self.unjoined)[:5])}",

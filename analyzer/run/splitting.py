@@ -24,7 +24,7 @@ from citeline.analyzer.claims.policy import DEFAULT_POLICY, Policy, exempt_or_de
 from citeline.analyzer.claims.splitter import skipped_kinds, split_answer
 from citeline.analyzer.store import sql
 from citeline.analyzer.text import fold, numbers, stems
-from citeline.instrumentation._labels import Shape
+from citeline.instrumentation.labels import Shape
 
 MIN_SIM = 0.3
 MIN_SHARED_SIM = 0.1

@@ -27,6 +27,7 @@ from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.store import SCHEMA_VERSIONS, run
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
+from citeline.instrumentation.schema import CL_ADAPTER_ERROR
 
 PATTERNS = ("*.jsonl", "*.json", "*.jsonl.gz", "*.json.gz", "*.ndjson")
 # One query reads a batch of files: fewer queries are faster (one query per file was 2-4x
@@ -375,7 +376,7 @@ def _ingest_files(
         span_problems = _span_problems(con, names)
         report.problems.extend(span_problems)
         # an unreadable stage is named, not skipped: its span stays and its claims are not_evaluable
-        report.skipped += sum(1 for p in span_problems if p.field != "citeline.adapter_error")
+        report.skipped += sum(1 for p in span_problems if p.field != CL_ADAPTER_ERROR)
         if progress:
             progress(done, total)
     con.execute("DROP TABLE IF EXISTS t_batch")
@@ -536,7 +537,7 @@ def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Pro
     out: list[Problem] = []
     for source, trace_id, span_id, stage, version, fld, unknown, adapter_error in rows:
         place = f"{where[source].get(span_id, 'line ?')} (trace {trace_id} span {span_id})"
-        if fld == "citeline.adapter_error" and not unknown:
+        if fld == CL_ADAPTER_ERROR and not unknown:
             message = (
                 f"the {stage} span could not be read when the app ran ({adapter_error}): claims that need it are "
                 "not_evaluable; fix the adapter (to_chunks=) or what the stage returns"
@@ -548,5 +549,5 @@ def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Pro
             )
         else:
             message = f"{stage} span without {fld}: the stage is left out of this trace's chain"
-        out.append(Problem(source, place, fld, message, skipped=fld != "citeline.adapter_error" or unknown))
+        out.append(Problem(source, place, fld, message, skipped=fld != CL_ADAPTER_ERROR or unknown))
     return out

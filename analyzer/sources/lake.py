@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from citeline.instrumentation._redact import redact_text
+from citeline.instrumentation.redact import redact_text
 
 #: URL schemes read through fsspec, and the package each needs
 SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}

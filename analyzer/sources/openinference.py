@@ -32,7 +32,8 @@ from citeline.analyzer import steps
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import sql
 from citeline.instrumentation import content_hash
-from citeline.instrumentation._chunks import normalised as _norm
+from citeline.instrumentation.chunks import normalised as _norm
+from citeline.instrumentation.schema import OI_RETRIEVAL_DOCUMENTS
 
 #: metadata keys read as the chunk's id, most specific first
 META_ID_KEYS = ("chunk_id", "citeline_chunk_id", "id", "doc_id", "document_id", "ref_doc_id")
@@ -160,7 +161,7 @@ def problems(stats: Stats) -> list[Problem]:
             Problem(
                 "openinference",
                 "-",
-                "retrieval.documents",
+                OI_RETRIEVAL_DOCUMENTS,
                 f"{len(stats.unjoined)} document(s) of {stats.traces} OpenInference-only trace(s) joined no gold "
                 f"chunk (joined: {how}); give documents the gold chunk id in metadata.chunk_id, or their text: "
                 + ", ".join(sorted(stats.unjoined)[:5]),

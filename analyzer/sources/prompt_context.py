@@ -29,10 +29,10 @@ import duckdb
 from citeline.analyzer import steps
 from citeline.analyzer.sources.openinference import MIN_PIECE, Doc, Stats, json_strings
 from citeline.analyzer.store import sql
-from citeline.instrumentation._chunks import Columns
-from citeline.instrumentation._chunks import normalised as _norm
-from citeline.instrumentation._labels import BLOCK_HEADER
-from citeline.instrumentation._prompt import chunks_in_prompt
+from citeline.instrumentation.chunks import Columns
+from citeline.instrumentation.chunks import normalised as _norm
+from citeline.instrumentation.labels import BLOCK_HEADER
+from citeline.instrumentation.prompt import chunks_in_prompt
 
 #: what an OpenInference instrumentor writes in place of a hidden value (TraceConfig(hide_inputs=True))
 REDACTED = "__REDACTED__"

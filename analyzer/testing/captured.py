@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.store import connect
-from citeline.instrumentation._otlp_json import encode_line
+from citeline.instrumentation.otlp_json import encode_line
 
 
 def write_traces(spans: Sequence[ReadableSpan], path: Path) -> Path:

@@ -3,7 +3,7 @@
 ``perturb(app, gold=...)`` calls ``app(case)`` once per gold case with no
 perturbation (the baseline) and once under each perturbation of the
 catalogue (``_perturbations``), with the app's own decorators changing the
-stage's real return value (``citeline.instrumentation._perturb``). Spans are
+stage's real return value (``citeline.instrumentation.testing``). Spans are
 captured in memory, written to a folder of the run's own, and classified by
 the same ``analyze`` the CLI runs. The result is a matrix of cells (case x
 perturbation: declared vs got), a verdict per stage ("seen" when every cell
@@ -24,9 +24,8 @@ from citeline.analyzer.store import STAGES
 from citeline.analyzer.testing.captured import CapturedStore
 from citeline.analyzer.testing.perturb_judge import Cell, Run, judge_cells
 from citeline.analyzer.testing.perturbations import CaseContext, Perturbation, renumber, select
-from citeline.instrumentation import _keys as K
-from citeline.instrumentation._capture import capture
-from citeline.instrumentation._perturb import perturbing
+from citeline.instrumentation import schema as K
+from citeline.instrumentation.testing import capture, perturbing
 
 BASELINE = "baseline"
 #: the perturbation whose cells are judged against the gold set with the newer versions in force

@@ -189,7 +189,7 @@ def judge_cells(
     spans_by_trace: dict[str, list[Any]],
 ) -> tuple[list[Cell], dict[str, list[dict[str, Any]]]]:
     """The cells of the matrix, and each case's baseline rows."""
-    from citeline.instrumentation import _keys as K
+    from citeline.instrumentation import schema as K
 
     cells: list[Cell] = []
     baseline: dict[str, list[dict[str, Any]]] = {}

@@ -28,8 +28,8 @@ from citeline.analyzer.claims.splitter import markers, relabel, remove_markers
 from citeline.analyzer.gold.goldset import CorpusChunk, GoldCase, GoldSet
 from citeline.analyzer.testing import shapes as sh
 from citeline.analyzer.text import overlap, stems
-from citeline.instrumentation._labels import Shape
-from citeline.instrumentation._perturb import RequestView
+from citeline.instrumentation.labels import Shape
+from citeline.instrumentation.testing import RequestView
 
 ExpectKind = Literal["bucket", "unchanged", "none"]
 Reaction = Literal["abstain_or_qualify", "follow_newer", "same_answer"]

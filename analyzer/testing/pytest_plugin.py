@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from citeline.analyzer.run.result import AnalysisResult
     from citeline.analyzer.testing.captured import CapturedStore
     from citeline.analyzer.testing.perturb import PerturbResult
-    from citeline.instrumentation._capture import Captured
+    from citeline.instrumentation.testing import Captured
 
 DEFAULT_FAIL_ON = ("failing>0",)
 _FIXTURE = pytest.StashKey["CitelineFixture"]()
@@ -210,7 +210,7 @@ class CitelineFixture:
 @pytest.fixture
 def citeline(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CitelineFixture]:
     """Capture this test's citeline spans in memory and analyze them: ``citeline.analyze(gold=...)``."""
-    from citeline.instrumentation._capture import capture
+    from citeline.instrumentation.testing import capture
 
     with capture() as captured:
         fixture = CitelineFixture(request.node, captured, tmp_path / "citeline")  # type: ignore[arg-type]

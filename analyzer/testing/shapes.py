@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from citeline.instrumentation._chunks import ChunkRecord, to_record
+from citeline.instrumentation.chunks import ChunkRecord, to_record
 
 #: where a stage wraps its chunk list (the instrumentation reads the same names, in this order)
 CONTAINERS = ("chunks", "documents", "source_nodes", "nodes", "context", "hits")

@@ -3,6 +3,10 @@
 One call produces one ``ExportTraceServiceRequest`` object, the same shape
 the OpenTelemetry Collector's file exporter writes one per line: ids as hex,
 64-bit integers as strings, enums as numbers.
+
+A supported, public module of ``citeline.instrumentation``: it is the trace file format of
+``docs/trace-schema.md`` ("File format"), written by the file exporter and by the analyzer
+where it makes trace lines itself (spans pulled from Phoenix, spans captured in a test).
 """
 
 from __future__ import annotations

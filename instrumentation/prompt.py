@@ -5,9 +5,13 @@ Most context steps return the prompt itself (a string, a LangChain
 chunk objects. Then the chunks handed to the step (or, failing those, the
 request's last retrieval) are looked up in the prompt text: a chunk whose
 text occurs in the prompt reached the model; its label is the one written
-just before it (``[2]``, ``Source 2:``, ``2.``: the grammar of ``_labels``, the
+just before it (``[2]``, ``Source 2:``, ``2.``: the grammar of ``labels``, the
 one the analyzer reads answers with), else its 1-based position among the
 chunks found. Frameworks are recognised by shape; none is imported.
+
+A supported, public module of ``citeline.instrumentation``: the analyzer reads the context of
+OpenInference-only traces off their LLM prompts with :func:`chunks_in_prompt`, the rule the
+context decorator records with, so a prompt means the same chunks whichever side read it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._chunks import Columns, chunk_items, is_chunk_shaped, to_columns
-from ._labels import label_before
+from .chunks import Columns, chunk_items, is_chunk_shaped, to_columns
+from .labels import label_before
 
 #: a chunk longer than this counts as present when its first this-many characters are
 PREFIX_CHARS = 200

@@ -4,6 +4,10 @@ Recognised without glue: citeline's own :class:`Chunk`, mappings, objects
 with ``doc_id``/``chunk_id``/... attributes, LangChain ``Document`` (ids in
 ``metadata``), LlamaIndex ``NodeWithScore`` and ``(document, score)`` pairs.
 Frameworks are recognised by shape, so none of them is imported.
+
+A supported, public module of ``citeline.instrumentation``: it holds the chunk identity rules of
+``docs/trace-schema.md`` (derived ids, :func:`content_hash` over :func:`normalised` text), which the
+analyzer applies to the gold corpus and to OpenInference documents so both sides hash alike.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Secrets never leave: URLs and texts made safe to print, store or link.
 
 One definition, used by the instrumentation (an OTLP endpoint in a log line) and the
-analyzer (a Phoenix or model endpoint in an error, a report link, the store). Standard
-library only: this module runs inside the host app.
+analyzer (a Phoenix or model endpoint in an error, a report link, the store): a supported,
+public module of ``citeline.instrumentation`` (``citeline.instrumentation.redact``), so the
+two halves cannot drift on what counts as a secret. Standard library only: this module runs
+inside the host app.
 
 - :func:`redact_url` is for people (messages, logs, the store): credentials become
   ``***`` so a reader sees that some were given, never what they were.

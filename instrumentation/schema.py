@@ -1,20 +1,104 @@
-"""Every span attribute key citeline writes, in one place.
+"""The trace schema: every span attribute key citeline writes, and the values it enumerates.
 
-The ``citeline.*`` keys form the versioned schema the analyzer joins on
-(``docs/trace-schema.md``). The OpenInference keys make Phoenix render each
-stage natively. No other module spells a key inline.
+``citeline.instrumentation.schema`` is a supported, public module: the decorators write these
+keys and the analyzer (its Python and, as JSON paths, the SQL in ``queries/``) reads them, so it
+is the one contract both halves import (as OpenInference's ``semconv`` is for its instrumentors
+and Phoenix). The ``citeline.*`` keys form the versioned schema the analyzer joins on
+(``docs/trace-schema.md``); the OpenInference keys make Phoenix render each stage natively. No
+other module spells a key inline (``tests/test_schema.py`` checks the analyzer and the SQL).
+
+Keys are ``Final`` string constants with a docstring each, as OpenTelemetry's own semantic
+conventions are; a value that is one of a fixed set is an :class:`enum.StrEnum` (:class:`Stage`,
+:class:`OpenInferenceSpanKind`, :class:`MimeType`, :class:`AnswerFormat`, :class:`ChunksFrom`),
+written to a span as its ``.value`` so the attribute is a plain string. Standard library only:
+this module runs inside the host app.
 """
 
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
 from typing import Final
 
 SCHEMA_VERSION: Final = "1"
 """Version of the ``citeline.*`` attribute schema; bumped on any breaking change."""
 
+
+class Stage(StrEnum):
+    """The value of ``citeline.stage``: which link of the evidence chain a span records."""
+
+    REQUEST = "request"
+    """The request span: the question, who asked, the gold case it answers."""
+    RETRIEVAL = "retrieval"
+    """``@retrieval``: the chunks a search returned."""
+    CONTEXT = "context"
+    """``@context_assembly``: the ordered chunks sent to the model and the label each got."""
+    GENERATION = "generation"
+    """``@generation``: the answer, with markers or structured claims, and the label map in force."""
+    RESOLUTION = "resolution"
+    """``@resolution``: each marker as the app resolved it to a chunk."""
+    RENDER = "render"
+    """``@render``: the citations the user sees."""
+
+
+class OpenInferenceSpanKind(StrEnum):
+    """The value of ``openinference.span.kind`` citeline writes (Phoenix renders a span by its kind)."""
+
+    CHAIN = "CHAIN"
+    """Request, resolution and render."""
+    RETRIEVER = "RETRIEVER"
+    """Retrieval."""
+    RERANKER = "RERANKER"
+    """Context assembly (an ordered subset of the retrieved documents)."""
+    LLM = "LLM"
+    """Generation."""
+
+
+STAGE_KIND: Final[Mapping[str, OpenInferenceSpanKind]] = MappingProxyType(
+    {
+        Stage.REQUEST: OpenInferenceSpanKind.CHAIN,
+        Stage.RETRIEVAL: OpenInferenceSpanKind.RETRIEVER,
+        Stage.CONTEXT: OpenInferenceSpanKind.RERANKER,
+        Stage.GENERATION: OpenInferenceSpanKind.LLM,
+        Stage.RESOLUTION: OpenInferenceSpanKind.CHAIN,
+        Stage.RENDER: OpenInferenceSpanKind.CHAIN,
+    }
+)
+"""The OpenInference span kind of each stage's span, by :class:`Stage` (or its value)."""
+
+
+class MimeType(StrEnum):
+    """The value of ``input.mime_type`` / ``output.mime_type``."""
+
+    TEXT = "text/plain"
+    """Plain text."""
+    JSON = "application/json"
+    """A JSON display blob."""
+
+
+class AnswerFormat(StrEnum):
+    """The value of ``citeline.generation.format``."""
+
+    PROSE = "prose"
+    """Markers in the answer text (``[2]``), read with the label grammar of ``citeline.instrumentation.labels``."""
+    STRUCTURED = "structured"
+    """Claims naming chunk ids (``citeline.generation.claims.text`` and the evidence arrays)."""
+
+
+class ChunksFrom(StrEnum):
+    """The value of ``citeline.context.chunks_from``: where a context step that returned a prompt got the chunks
+    looked for in it."""
+
+    ARGUMENTS = "arguments"
+    """The chunks handed to the step."""
+    RETRIEVAL = "retrieval"
+    """The request's last retrieval (the step was handed none)."""
+
+
 # --- citeline schema: every span -------------------------------------------------
 CL_SCHEMA: Final = "citeline.schema_version"
 """Schema version string, on every citeline span."""
 CL_STAGE: Final = "citeline.stage"
-"""One of request, retrieval, context, generation, resolution, render."""
+"""The stage the span records: a :class:`Stage` (request, retrieval, context, generation, resolution, render)."""
 CL_DROPPED_DOCS: Final = "citeline.openinference.documents_omitted"
 """How many chunks were left out of the OpenInference document list to fit span limits."""
 CL_ADAPTER_ERROR: Final = "citeline.adapter_error"
@@ -73,7 +157,7 @@ CL_CHUNK_ACL_COUNT: Final = "citeline.chunks.acl_count"
 CL_DERIVED_IDS: Final = "citeline.chunks.derived_ids"
 """How many chunk ids citeline derived (source, offset, content hash) because the app gave none."""
 CL_CONTEXT_FROM: Final = "citeline.context.chunks_from"
-"""Context only, when the step returned a prompt: 'arguments' or 'retrieval' (where the chunks looked for came from)."""
+"""Context only, when the step returned a prompt: where the chunks looked for came from, a :class:`ChunksFrom`."""
 CL_CONTEXT_CANDIDATES: Final = "citeline.context.candidates"
 """Context only, when the step returned a prompt: how many chunks were looked for in it."""
 
@@ -81,7 +165,7 @@ CL_CONTEXT_CANDIDATES: Final = "citeline.context.candidates"
 CL_ANSWER: Final = "citeline.generation.answer"
 """The raw answer text, markers included."""
 CL_ANSWER_FORMAT: Final = "citeline.generation.format"
-"""'prose' (markers in text) or 'structured' (claims naming chunk ids)."""
+"""An :class:`AnswerFormat`: 'prose' (markers in text) or 'structured' (claims naming chunk ids)."""
 CL_ABSTAINED: Final = "citeline.generation.abstained"
 """True/False when the app said so explicitly; absent otherwise."""
 CL_CLAIM_TEXT: Final = "citeline.generation.claims.text"
@@ -134,15 +218,15 @@ CL_REN_VERSION: Final = "citeline.render.version"
 
 # --- OpenInference -----------------------------------------------------------------
 OI_SPAN_KIND: Final = "openinference.span.kind"
-"""OpenInference span kind: CHAIN, RETRIEVER, RERANKER, LLM."""
+"""OpenInference span kind, an :class:`OpenInferenceSpanKind` (:data:`STAGE_KIND` says which stage has which)."""
 OI_INPUT_VALUE: Final = "input.value"
 """Stage input as shown by Phoenix."""
 OI_INPUT_MIME: Final = "input.mime_type"
-"""Mime type of input.value."""
+"""Mime type of input.value, a :class:`MimeType`."""
 OI_OUTPUT_VALUE: Final = "output.value"
 """Stage output as shown by Phoenix."""
 OI_OUTPUT_MIME: Final = "output.mime_type"
-"""Mime type of output.value."""
+"""Mime type of output.value, a :class:`MimeType`."""
 OI_RETRIEVAL_DOCUMENTS: Final = "retrieval.documents"
 """Prefix of the flattened retrieved documents list."""
 OI_RERANKER_OUTPUT_DOCUMENTS: Final = "reranker.output_documents"
@@ -161,20 +245,6 @@ OI_USER_ID: Final = "user.id"
 """OpenInference user id, set from the principal."""
 OI_METADATA: Final = "metadata"
 """OpenInference metadata JSON blob (display only)."""
-
-KIND_CHAIN: Final = "CHAIN"
-"""OpenInference kind for request, resolution and render."""
-KIND_RETRIEVER: Final = "RETRIEVER"
-"""OpenInference kind for retrieval."""
-KIND_RERANKER: Final = "RERANKER"
-"""OpenInference kind for context assembly (ordered subset of retrieved docs)."""
-KIND_LLM: Final = "LLM"
-"""OpenInference kind for generation."""
-
-MIME_JSON: Final = "application/json"
-"""Mime type for JSON display blobs."""
-MIME_TEXT: Final = "text/plain"
-"""Mime type for plain text."""
 
 # --- content, as other instrumentors write it (record_content=False filters these) ---------
 CONTENT_KEYS: Final = frozenset(

@@ -22,7 +22,9 @@ model was given (:class:`Shape`): a label of the map, or a prefix + number of th
 at most one digit more than its longest label. ``[2026]`` before a map of eight labels is a year,
 not an invalid citation; ``[12]`` before the same map is a label the model was never given.
 
-Standard library only: the instrumentation runs inside the host app.
+A supported, public module of ``citeline.instrumentation`` (``citeline.instrumentation.labels``):
+the context decorator reads prompts with it and the analyzer reads answers with it, so the two can
+never disagree on what a label is. Standard library only: the instrumentation runs inside the host app.
 """
 
 from __future__ import annotations

@@ -1,0 +1,135 @@
+"""Every environment variable citeline reads, declared once: its name, what it means, its default.
+
+A supported, public module of ``citeline.instrumentation``. Both halves read the environment only
+through it: the instrumentation (``configure()``, the error guard) and the analyzer (the judges,
+Phoenix, the command line), which may import the instrumentation but never the other way round,
+so the declarations live here. ``tests/test_settings.py`` fails when ``os.environ`` or ``getenv``
+appears anywhere else in ``analyzer/`` or ``instrumentation/``, and when the table in
+``docs/design.md`` ("Environment variables") differs from :data:`VARIABLES`.
+
+A variable is read when it is used, never cached at import: an app or a test that sets one later
+is seen. An empty value counts as unset. Arguments and options always win over the environment.
+The OpenTelemetry SDK reads its own ``OTEL_*`` variables (span limits, exporter timeouts, ...)
+itself; those are not citeline's.
+
+Standard library only: this module runs inside the host app.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Final, Generic, TypeVar
+
+D = TypeVar("D", str, None)
+
+
+@dataclass(frozen=True)
+class Variable(Generic[D]):
+    """One environment variable citeline reads."""
+
+    name: str
+    """The variable's name, e.g. ``OTEL_SERVICE_NAME``."""
+    read_by: str
+    """Which part of citeline reads it."""
+    meaning: str
+    """What it sets, for the docs table."""
+    default: D
+    """What :meth:`get` gives when the variable is unset or empty (``None``: nothing)."""
+    secret: bool = False
+    """Its value is a credential: never shown, logged or stored."""
+
+    def get(self) -> str | D:
+        """The variable's value now, or :attr:`default` when it is unset or empty."""
+        return os.environ.get(self.name) or self.default
+
+
+# --- read by citeline.instrumentation ------------------------------------------------------
+OTLP_TRACES_ENDPOINT: Final = Variable(
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "configure()",
+    "the OTLP/HTTP traces URL spans go to when configure() is given neither trace_dir nor otlp_endpoint",
+    None,
+)
+OTLP_ENDPOINT: Final = Variable(
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "configure()",
+    "the OTLP/HTTP base URL (/v1/traces is appended) when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is unset; "
+    "with neither, spans go to files in ./traces",
+    None,
+)
+SERVICE_NAME: Final = Variable(
+    "OTEL_SERVICE_NAME",
+    "configure()",
+    "the service name when configure() is given none: the trace files' prefix (else 'citeline') and "
+    "citeline.request.service",
+    None,
+)
+STRICT: Final = Variable(
+    "CITELINE_STRICT",
+    "the error guard",
+    "'1': citeline's own instrumentation errors raise instead of being logged once (citeline's test suite)",
+    None,
+)
+
+# --- read by citeline.analyzer -----------------------------------------------------------
+NLI_MODEL: Final = Variable(
+    "CITELINE_NLI_MODEL",
+    "the nli judge",
+    "the ONNX model (an .onnx file or its folder) when --judge-option model= is not given",
+    None,
+)
+JUDGE_MODEL: Final = Variable(
+    "CITELINE_JUDGE_MODEL",
+    "the llm judge",
+    "the model name when --judge-option model= is not given",
+    None,
+)
+OPENAI_MODEL: Final = Variable(
+    "OPENAI_MODEL",
+    "the llm judge",
+    "the model name when neither --judge-option model= nor CITELINE_JUDGE_MODEL is given",
+    None,
+)
+OPENAI_BASE_URL: Final = Variable(
+    "OPENAI_BASE_URL",
+    "the llm judge",
+    "the OpenAI-compatible endpoint when --judge-option base_url= is not given",
+    "https://api.openai.com/v1",
+)
+OPENAI_API_KEY: Final = Variable(
+    "OPENAI_API_KEY",
+    "the llm judge",
+    "the endpoint's API key when --judge-option api_key= is not given (prefer the variable: the shell "
+    "history keeps a flag)",
+    None,
+    secret=True,
+)
+PHOENIX_API_KEY: Final = Variable(
+    "PHOENIX_API_KEY",
+    "Phoenix pull, annotate, dataset import",
+    "the bearer key for a Phoenix that requires authentication",
+    None,
+    secret=True,
+)
+PHOENIX_URL: Final = Variable(
+    "CITELINE_PHOENIX_URL",
+    "the command line",
+    "the Phoenix URL analyze and report link each failing claim to when --phoenix is not given",
+    None,
+)
+
+VARIABLES: Final[tuple[Variable[str] | Variable[None], ...]] = (
+    OTLP_TRACES_ENDPOINT,
+    OTLP_ENDPOINT,
+    SERVICE_NAME,
+    STRICT,
+    NLI_MODEL,
+    JUDGE_MODEL,
+    OPENAI_MODEL,
+    OPENAI_BASE_URL,
+    OPENAI_API_KEY,
+    PHOENIX_API_KEY,
+    PHOENIX_URL,
+)
+"""Every variable citeline reads, in the order of the docs table."""
