@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import set_span_in_context
 
-from citeline.analyzer.phoenix.annotate import _ns, pull
+from citeline.analyzer.phoenix.pull import _ns, pull
 from citeline.analyzer.store import connect
 from tests.phoenix_server import PhoenixServer, wait_for_spans
 

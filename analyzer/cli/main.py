@@ -306,7 +306,7 @@ def _phoenix_url(args: argparse.Namespace) -> str | None:
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from citeline.analyzer.phoenix.annotate import PhoenixError, pull
+    from citeline.analyzer.phoenix import PhoenixError, pull
     from citeline.analyzer.store import connect
 
     con = connect(args.db)
@@ -329,7 +329,7 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _gold(args: argparse.Namespace) -> int:
     from citeline.analyzer.drafting.draft import draft_from_traces, dump, import_phoenix_dataset
-    from citeline.analyzer.phoenix.annotate import PhoenixError
+    from citeline.analyzer.phoenix import PhoenixError
 
     try:
         if args.gold_command == "import":
@@ -392,7 +392,7 @@ def _gold(args: argparse.Namespace) -> int:
 
 
 def _annotate(args: argparse.Namespace) -> int:
-    from citeline.analyzer.phoenix.annotate import PhoenixError, annotate
+    from citeline.analyzer.phoenix import PhoenixError, annotate
     from citeline.analyzer.reports.report import ReportError, resolve_run
     from citeline.analyzer.store import connect
 

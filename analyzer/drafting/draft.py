@@ -178,9 +178,9 @@ def from_examples(
 
 def import_phoenix_dataset(url: str, name: str, **options: Any) -> Drafted:
     """A Phoenix dataset (by name) as a gold set, through Phoenix's REST API."""
-    from citeline.analyzer.phoenix.annotate import PhoenixError, _explain, _Rest
+    from citeline.analyzer.phoenix.client import PhoenixError, Rest, explain
 
-    rest = _Rest(url)
+    rest = Rest(url)
     try:
         listed = rest.http.get("/v1/datasets", params={"name": name, "limit": 100})
         listed.raise_for_status()
@@ -193,7 +193,7 @@ def import_phoenix_dataset(url: str, name: str, **options: Any) -> Drafted:
     except PhoenixError:
         raise
     except Exception as exc:
-        raise _explain(exc, url) from exc
+        raise explain(exc, url) from exc
     finally:
         rest.close()
     return from_examples(examples, source=f"phoenix dataset {name!r}", **options)

@@ -342,7 +342,7 @@ def _claim_record(r: _Records, c: Any, where: str, corpus: dict[str, CorpusChunk
 
 #: the longest corpus.jsonl / cases.jsonl line read (a chunk's text is kilobytes; a longer line is
 #: named and skipped without being held in memory)
-MAX_GOLDLINE_BYTES = 16 * 1024 * 1024
+MAX_GOLD_LINE_BYTES = 16 * 1024 * 1024
 #: the largest single-file gold set (YAML or JSON) read; larger sets belong in a folder of JSONL files
 MAX_GOLD_FILE_BYTES = 64 * 1024 * 1024
 
@@ -367,12 +367,12 @@ def _advise_facts(r: _Records, where: str, claim: GoldClaim) -> None:
 
 
 def _jsonl(path: Path, r: _Records) -> Iterator[tuple[Any, str]]:
-    for n, line, length in lines(path, hold=MAX_GOLDLINE_BYTES):
+    for n, line, length in lines(path, hold=MAX_GOLD_LINE_BYTES):
         if line is None:
             r.error(
                 f"line {n}",
                 "-",
-                f"a line of {length:,} bytes is longer than the {MAX_GOLDLINE_BYTES:,} citeline reads; "
+                f"a line of {length:,} bytes is longer than the {MAX_GOLD_LINE_BYTES:,} citeline reads; "
                 "the line is skipped (split the chunk into smaller chunks)",
             )
             continue

@@ -1,20 +1,4 @@
-"""Arize Phoenix both ways: pull spans into the store, push failures back as span annotations.
-
-Both use Phoenix's REST API (``GET /v1/projects/{p}/spans``, ``POST
-/v1/span_annotations?sync=true``), the endpoints ``arize-phoenix-client`` wraps,
-called with its own HTTP library: importing ``phoenix.client`` where the Phoenix
-server package is installed too (our test and compose images) imports the whole
-server and costs about ten seconds per command.
-
-Pull goes through the same door as trace files: spans fetched from Phoenix
-are written as OTLP/JSON lines (one trace per line)
-next to the store and ingested by ``queries/ingest_spans.sql``. It is
-incremental: the newest span start seen per (server, project) is kept in the
-store's ``meta`` table, in nanoseconds, and the next pull starts ``overlap``
-(default one hour) before it: a span reaches Phoenix when it *ends*, so a
-request span still open during one pull starts before that pull's newest
-span. Spans pulled twice are stored once. Pages are fetched until Phoenix
-has no more.
+"""Verdicts back to Phoenix as span annotations.
 
 Annotate writes one annotation named ``citeline`` per failing claim onto the
 span where the chain broke (label = bucket, explanation = reason, identifier =
@@ -22,261 +6,25 @@ the claim, so claims sharing a span do not overwrite each other; no score, so
 Phoenix shows the bucket), and one named ``citeline.trace`` per joined trace on
 its request span (label = the trace's verdict, explanation = its claims per
 bucket). Phoenix keys annotations by (name, span, identifier), so re-running
-updates, never duplicates. The API key comes from ``PHOENIX_API_KEY``, never a flag.
+updates, never duplicates. The REST calls and their errors: ``client.py``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
-import orjson
 
 from citeline.analyzer.escaping import is_span_id
-from citeline.analyzer.sources.ingest import IngestReport, ingest
-from citeline.instrumentation.otlp_json import key_values
-from citeline.instrumentation.redact import redact_text, redact_url
-from citeline.instrumentation.schema import OI_SPAN_KIND
+from citeline.analyzer.phoenix.client import Rest, explain
+from citeline.instrumentation.redact import redact_text
 from citeline.instrumentation.settings import PHOENIX_API_KEY
 
 NAME = "citeline"
 BATCH = 100
-
-
-class PhoenixError(Exception):
-    """Phoenix could not be used; the message says why and what to do."""
-
-
-class _Rest:
-    """The few Phoenix REST calls citeline makes; errors are raised as httpx errors."""
-
-    def __init__(self, url: str, timeout: float = 60.0) -> None:
-        import httpx
-
-        key = PHOENIX_API_KEY.get()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        # credentials in the URL (user:password@) go as basic auth, so the URL httpx logs has none
-        parts = httpx.URL(url.rstrip("/"))
-        auth = (parts.username, parts.password) if parts.username or parts.password else None
-        base = parts.copy_with(username=None, password=None) if auth else parts
-        self.http = httpx.Client(base_url=base, headers=headers, timeout=timeout, auth=auth)
-
-    def annotate_documents(self, items: Sequence[dict[str, Any]]) -> None:
-        resp = self.http.post("/v1/document_annotations", params={"sync": "true"}, json={"data": list(items)})
-        resp.raise_for_status()
-
-    def spans(self, project: str, start: dt.datetime | None, page_size: int) -> list[dict[str, Any]]:
-        """Every span starting at or after ``start``, page after page until Phoenix has no more."""
-        out: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            params: dict[str, Any] = {"limit": page_size}
-            if start is not None:
-                params["start_time"] = start.isoformat()
-            if cursor:
-                params["cursor"] = cursor
-            resp = self.http.get(f"/v1/projects/{project}/spans", params=params)
-            resp.raise_for_status()
-            body = resp.json()
-            out += body["data"]
-            cursor = body.get("next_cursor")
-            if not cursor:
-                return out
-
-    def annotate(self, items: Sequence[dict[str, Any]]) -> None:
-        resp = self.http.post("/v1/span_annotations", params={"sync": "true"}, json={"data": list(items)})
-        resp.raise_for_status()
-
-    def close(self) -> None:
-        self.http.close()
-
-
-def _explain(exc: Exception, url: str, project: str | None = None) -> PhoenixError:
-    """One clear message per failure; the URL's credentials and the API key never in it."""
-    import httpx
-
-    key = PHOENIX_API_KEY.get()
-    shown = redact_url(url)
-    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        why = redact_text(str(exc), [key])
-        return PhoenixError(f"cannot reach Phoenix at {shown} ({why}); is it running? check --phoenix")
-    if isinstance(exc, httpx.TimeoutException):
-        return PhoenixError(f"Phoenix at {shown} did not answer in time; try again or check the server")
-    if isinstance(exc, httpx.HTTPStatusError):
-        code = exc.response.status_code
-        if code in (401, 403):
-            return PhoenixError(
-                f"Phoenix at {shown} refused the request ({code}): it requires authentication; "
-                "set PHOENIX_API_KEY to a key with access"
-            )
-        if code == 404 and project is not None:
-            return PhoenixError(
-                f"no project {project!r} in Phoenix at {shown}; check --project "
-                "(the Phoenix UI lists projects on its home page)"
-            )
-        body = redact_text(exc.response.text[:200], [key])
-        return PhoenixError(f"Phoenix at {shown} answered {code}: {body}")
-    why = redact_text(f"{type(exc).__name__}: {exc}", [key])
-    return PhoenixError(f"talking to Phoenix at {shown} failed: {why}")
-
-
-# --- pull -------------------------------------------------------------------------------
-
-
-@dataclass
-class PullReport:
-    spans: int = 0
-    traces: int = 0
-    file: Path | None = None
-    ingest: IngestReport = field(default_factory=IngestReport)
-
-
-def _since(text: str | None) -> dt.datetime | None:
-    """'24h', '7d', '30m' or an ISO time."""
-    if not text:
-        return None
-    units = {"m": "minutes", "h": "hours", "d": "days"}
-    if text[-1:] in units and text[:-1].isdigit():
-        return dt.datetime.now(dt.UTC) - dt.timedelta(**{units[text[-1]]: int(text[:-1])})
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise PhoenixError(f"--since {text!r}: give a duration such as 24h, 7d, 30m or an ISO time") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_ISO = re.compile(r"^(?P<base>[^.]*T\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?(?P<zone>Z|[+-]\d\d:?\d\d)?$")
-
-
-def _ns(ts: Any) -> int:
-    """Nanoseconds since the epoch, in integers all the way (a float loses the last digits)."""
-    if isinstance(ts, int):
-        return ts
-    if isinstance(ts, str):
-        m = _ISO.match(ts.strip())
-        if m is None:
-            raise ValueError(f"not an ISO time: {ts!r}")
-        zone = m.group("zone") or "+00:00"
-        whole = dt.datetime.fromisoformat(m.group("base") + ("+00:00" if zone == "Z" else zone))
-        frac = int((m.group("frac") or "0").ljust(9, "0")[:9])
-        seconds: int = (whole - _EPOCH) // dt.timedelta(seconds=1)
-        return seconds * 1_000_000_000 + frac
-    if isinstance(ts, dt.datetime):
-        if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=dt.UTC)
-        micros: int = (ts - _EPOCH) // dt.timedelta(microseconds=1)
-        return micros * 1000
-    return int(ts or 0)
-
-
-_KIND = {"SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
-
-
-def _otlp_span(s: dict[str, Any]) -> dict[str, Any]:
-    """A Phoenix v1 span -> an OTLP/JSON span, so pulled spans ingest like trace files."""
-    attrs = dict(s.get("attributes") or {})
-    kind = s.get("span_kind")
-    if kind and OI_SPAN_KIND not in attrs:
-        attrs[OI_SPAN_KIND] = kind
-    out: dict[str, Any] = {
-        "traceId": s["context"]["trace_id"],
-        "spanId": s["context"]["span_id"],
-        "name": s.get("name") or "",
-        "kind": 1,
-        "startTimeUnixNano": str(_ns(s.get("start_time"))),
-        "endTimeUnixNano": str(_ns(s.get("end_time"))),
-        "attributes": key_values({k: v for k, v in attrs.items() if v is not None}),
-        "status": {
-            "code": 2 if s.get("status_code") == "ERROR" else 0,
-            "message": s.get("status_message") or "",
-        },
-    }
-    if s.get("parent_id"):
-        out["parentSpanId"] = s["parent_id"]
-    return out
-
-
-def pull(
-    con: duckdb.DuckDBPyConnection,
-    url: str,
-    project: str,
-    *,
-    since: str | None = None,
-    folder: Path,
-    page_size: int = 1000,
-    overlap: dt.timedelta = dt.timedelta(hours=1),
-) -> PullReport:
-    """Fetch spans newer than the last pull minus ``overlap`` (or ``since``) and ingest them."""
-    # the watermark is kept per server and project, under the URL without its credentials (a store
-    # made before kept the URL as given: its row moves to the redacted key)
-    key = f"pull:{redact_url(url.rstrip('/'))}:{project}"
-    raw_key = f"pull:{url.rstrip('/')}:{project}"
-    if raw_key != key:
-        con.execute(
-            "UPDATE meta SET key = $k WHERE key = $raw AND NOT EXISTS (SELECT 1 FROM meta WHERE key = $k)",
-            {"k": key, "raw": raw_key},
-        )
-        con.execute("DELETE FROM meta WHERE key = $raw", {"raw": raw_key})
-    rows = con.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchall()
-    start = _since(since)
-    if rows:
-        last = _EPOCH + dt.timedelta(microseconds=_watermark(rows[0][0]) // 1000) - overlap
-        start = max(start, last) if start else last
-    rest = _Rest(url)
-    try:
-        spans = rest.spans(project, start, page_size)
-    except Exception as exc:  # every failure becomes one clear message
-        raise _explain(exc, url, project) from exc
-    finally:
-        rest.close()
-    report = PullReport(spans=len(spans))
-    if not spans:
-        return report
-    traces: dict[str, list[dict[str, Any]]] = {}
-    newest_ns = _watermark(rows[0][0]) if rows else 0
-    for s in spans:
-        span = _otlp_span(s)
-        traces.setdefault(span["traceId"], []).append(span)
-        newest_ns = max(newest_ns, int(span["startTimeUnixNano"]))
-    resource = {"attributes": key_values({"service.name": f"phoenix:{project}"})}
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
-    path = folder / f"phoenix-{_safe(project)}-{stamp}.jsonl"
-    with open(path, "wb") as f:
-        for spans_of_trace in traces.values():
-            request = {
-                "resourceSpans": [
-                    {
-                        "resource": resource,
-                        "scopeSpans": [{"scope": {"name": "phoenix"}, "spans": spans_of_trace}],
-                    }
-                ]
-            }
-            f.write(orjson.dumps(request) + b"\n")
-    report.traces = len(traces)
-    report.file = path
-    report.ingest = ingest(con, [path])
-    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, str(newest_ns)])
-    return report
-
-
-def _watermark(value: str) -> int:
-    """The stored newest span start: nanoseconds (older stores kept an ISO time)."""
-    return int(value) if value.isdigit() else _ns(value)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "project"
-
-
-# --- annotate ----------------------------------------------------------------------------
 
 
 @dataclass
@@ -426,7 +174,7 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
     report = AnnotateReport(run_id)
     rows = _targets(annotation_rows(con, run_id) + trace_annotation_rows(con, run_id), report)
-    rest = _Rest(url)
+    rest = Rest(url)
     try:
         for batch in _batches(rows, BATCH):
             taken = list(batch) if _post(rest, url, batch, report=report) else []
@@ -473,7 +221,7 @@ def _refused(report: AnnotateReport, item: dict[str, Any]) -> bool:
 
 
 def _post(
-    rest: _Rest,
+    rest: Rest,
     url: str,
     items: Sequence[dict[str, Any]],
     documents: bool = False,
@@ -498,7 +246,7 @@ def _post(
                 why = redact_text(exc.response.text[:200], [PHOENIX_API_KEY.get()])
                 report.rejected.append((str(items[0]["span_id"]), f"HTTP {code}: {why}"))
             return False
-        raise _explain(exc, url) from exc
+        raise explain(exc, url) from exc
     except Exception as exc:  # every other failure becomes one clear message
-        raise _explain(exc, url) from exc
+        raise explain(exc, url) from exc
     return True
