@@ -25,10 +25,13 @@ import itertools
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
 from citeline.instrumentation import request, retrieval
-from tests.oi_apps import Scenario, traced_by
+from tests.oi_apps import Scenario
 from tests.openai_app import MODEL
 from tests.openai_app import _embed as embed
 
@@ -129,7 +132,7 @@ def instrumented(mode: str, provider: Any) -> Iterator[None]:
     openai-v2 is handed ``provider`` itself and taken off afterwards. OpenLLMetry's instrumentors are
     put on once per process, as an app does at start-up (taken off and put on again, its OpenAI one
     wraps a stream twice and records every piece twice), and their spans forwarded to ``provider``
-    for the run under way (tests/oi_apps.py's ``traced_by``)."""
+    for the run under way."""
     if mode == "otel":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -140,8 +143,38 @@ def instrumented(mode: str, provider: Any) -> Iterator[None]:
         finally:
             v2.uninstrument()
         return
-    from opentelemetry.instrumentation.chromadb import ChromaInstrumentor
-    from opentelemetry.instrumentation.openai import OpenAIInstrumentor as LLMetryOpenAI
-
-    with traced_by(LLMetryOpenAI, provider), traced_by(ChromaInstrumentor, provider):
+    _llmetry_on()
+    _LLMETRY_FORWARD.target = provider
+    try:
         yield
+    finally:
+        _LLMETRY_FORWARD.target = None
+
+
+class _Forward(SpanProcessor):
+    """Hands every span to the provider of the run under way (its own, not tests/oi_apps.py's: the
+    OpenInference instrumentors of other tests stay on in the process and must not join these runs)."""
+
+    target: Any = None
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.target is not None:
+            self.target._active_span_processor.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: Any) -> None:
+        if self.target is not None:
+            self.target._active_span_processor.on_end(span)
+
+
+_LLMETRY_FORWARD = _Forward()
+
+
+@cache
+def _llmetry_on() -> None:
+    from opentelemetry.instrumentation.chromadb import ChromaInstrumentor
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    shared = TracerProvider()
+    shared.add_span_processor(_LLMETRY_FORWARD)
+    OpenAIInstrumentor().instrument(tracer_provider=shared)
+    ChromaInstrumentor().instrument(tracer_provider=shared)
