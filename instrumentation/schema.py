@@ -292,3 +292,19 @@ CL_FEEDBACK_CLAIM: Final = "citeline.feedback.claim"
 """The claim of the answer the report is about (its text), '' when the report is about the answer."""
 CL_FEEDBACK_CHUNK: Final = "citeline.feedback.chunk_id"
 """The chunk the report is about (a cited source), '' when none."""
+
+# --- OpenTelemetry GenAI semantic conventions, as the analyzer reads them (docs/genai.md) ---------
+GENAI_OPERATION: Final = "gen_ai.operation.name"
+"""What a GenAI span did: chat, text_completion, generate_content (an inference: the generation) or
+retrieval."""
+GENAI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+"""The system instructions an inference was given, as message parts (JSON text on a span; the
+structured value on a log record)."""
+GENAI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+"""The messages an inference was given: [{"role", "parts": [{"type": "text", "content"}, ...]}]."""
+GENAI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""The messages an inference answered, in the same shape (tool calls as {"type": "tool_call", "arguments"})."""
+GENAI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+"""A GenAI retrieval span's documents (JSON: id, score, content when captured)."""
+DB_QUERY_RESULT_EVENT: Final = "db.query.result"
+"""OpenLLMetry's vector-store span event, one per hit: db.query.result.id, .document, .distance, .metadata."""

@@ -11,10 +11,20 @@
 --   content, metadata), RERANKER -> context (reranker.output_documents.N), LLM ->
 --   generation (answer = first output message, else output.value; the prompt it was given
 --   kept in oi_prompt), a root span -> request (question = input.value). Which of those
---   spans count and what they mean is decided at analysis (analyzer/_openinference.py).
+--   spans count and what they mean is decided at analysis (analyzer/sources/openinference.py).
+--   Spans of OpenTelemetry's GenAI conventions alone (no citeline.* or openinference.* keys) get the
+--   stage their operation implies: gen_ai.operation.name chat / text_completion / generate_content
+--   (or OpenLLMetry's older llm.request.type) -> generation, its prompt and answer read from the
+--   flattened gen_ai.prompt.N / gen_ai.completion.N here, or from the message attributes
+--   (gen_ai.system_instructions, gen_ai.input.messages, gen_ai.output.messages, kept raw in
+--   genai_system / genai_input / genai_output for analyzer/sources/genai.py, which fills prompt and
+--   answer before the spans are stored); retrieval (gen_ai.retrieval.documents) or a span with
+--   db.query.result events (OpenLLMetry's vector stores) -> retrieval, whose documents are read
+--   like OpenInference's (id, content, metadata).
 --   store_spans.sql then stores each span once (however often its line was read) and
 --   records which traces each file holds (file_traces).
--- Grain: one row per span per line read (a line read twice gives its spans twice).
+-- Grain: one row per span per line read (a line read twice gives its spans twice). The genai_*
+--   columns live in t_batch only (store_spans.sql leaves them out).
 -- Parameters: $files (VARCHAR[]: paths, plain or .gz), $max_line (BIGINT: longest line read, bytes;
 --   a longer one is skipped and named by _ingest.py).
 CREATE OR REPLACE TEMP TABLE t_batch AS
@@ -158,6 +168,59 @@ picked AS (
             -- an answer given as a tool/function call: its arguments (JSON, read as a structured answer)
             otlp_string(otlp_value(k, v, 'llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments')))
         END AS oi_output,
+        -- OpenTelemetry GenAI conventions (neither citeline's nor OpenInference's keys): what the span is
+        CASE WHEN k_stage IS NULL AND oi_kind IS NULL THEN otlp_string(otlp_value(k, v, 'gen_ai.operation.name')) END
+            AS genai_op,
+        -- OpenLLMetry's vector-store hits, one db.query.result event each
+        CASE WHEN k_stage IS NULL AND oi_kind IS NULL AND len(s.events) > 0 THEN
+            list_filter(s.events, lambda e: e.name = 'db.query.result')
+        END AS db_hits,
+        CASE WHEN k_stage IS NOT NULL OR oi_kind IS NOT NULL THEN NULL
+             WHEN genai_op IN ('chat', 'text_completion', 'generate_content') THEN 'inference'
+             WHEN genai_op IS NULL AND otlp_string(otlp_value(k, v, 'llm.request.type')) IN ('chat', 'completion')
+                 THEN 'inference'
+             WHEN genai_op = 'retrieval' OR len(db_hits) > 0 THEN 'retrieval'
+        END AS genai_kind,
+        -- a GenAI retrieval span's documents (JSON: id, score, content when captured), else its hits
+        CASE WHEN genai_kind = 'retrieval' THEN TRY(json_transform(
+            otlp_string(otlp_value(k, v, 'gen_ai.retrieval.documents')),
+            '[{"id":"VARCHAR","content":"VARCHAR","metadata":"JSON"}]'))
+        END AS g_docs,
+        CASE WHEN genai_kind = 'retrieval' THEN coalesce(
+            list_transform(g_docs, lambda d: coalesce(d.id, '')),
+            list_transform(db_hits, lambda e: coalesce(otlp_event_string(e, 'db.query.result.id'), '')))
+        END AS g_doc_id,
+        CASE WHEN genai_kind = 'retrieval' THEN coalesce(
+            list_transform(g_docs, lambda d: coalesce(d.content, '')),
+            list_transform(db_hits, lambda e: coalesce(otlp_event_string(e, 'db.query.result.document'), '')))
+        END AS g_doc_text,
+        CASE WHEN genai_kind = 'retrieval' THEN coalesce(
+            list_transform(g_docs, lambda d: coalesce(CAST(d.metadata AS VARCHAR), '')),
+            list_transform(db_hits, lambda e: coalesce(otlp_event_string(e, 'db.query.result.metadata'), '')))
+        END AS g_doc_meta,
+        -- a GenAI inference span: the message attributes as recorded (a JSON string, or the structured
+        -- value a log record carries when its attributes were merged onto the span), read by genai.py
+        CASE WHEN genai_kind = 'inference' THEN CAST(otlp_value(k, v, 'gen_ai.system_instructions') AS VARCHAR) END
+            AS genai_system,
+        CASE WHEN genai_kind = 'inference' THEN CAST(otlp_value(k, v, 'gen_ai.input.messages') AS VARCHAR) END
+            AS genai_input,
+        CASE WHEN genai_kind = 'inference' THEN CAST(otlp_value(k, v, 'gen_ai.output.messages') AS VARCHAR) END
+            AS genai_output,
+        -- ... or the older flattened form (OpenLLMetry): gen_ai.prompt.N.content in order, the first
+        -- gen_ai.completion.N.content, else the first tool call's arguments (read as a structured answer)
+        CASE WHEN genai_kind = 'inference' THEN nullif(array_to_string(list_transform(list_sort(list_transform(
+            list_filter(s.attributes, lambda x: regexp_full_match(x.key, 'gen_ai\.prompt\.[0-9]+\.content')),
+            lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 't': otlp_string(x.value)})),
+            lambda x: x.t), chr(10) || chr(10)), '')
+        END AS genai_flat_prompt,
+        CASE WHEN genai_kind = 'inference' THEN coalesce(
+            list_transform(list_sort(list_transform(
+                list_filter(s.attributes, lambda x: regexp_full_match(x.key, 'gen_ai\.completion\.[0-9]+\.content')),
+                lambda x: {'n': TRY_CAST(split_part(x.key, '.', 3) AS INTEGER), 't': otlp_string(x.value)})),
+                lambda x: x.t)[1],
+            otlp_string(otlp_value(k, v, 'gen_ai.completion.0.tool_calls.0.arguments')),
+            otlp_string(otlp_value(k, v, 'gen_ai.completion.0.function_call.arguments')))
+        END AS genai_flat_answer,
         filename AS source_file,
         line_hash,
         line_bytes
@@ -170,6 +233,8 @@ staged AS (
             WHEN oi_kind = 'RETRIEVER' THEN 'retrieval'
             WHEN oi_kind = 'RERANKER' THEN 'context'
             WHEN oi_kind = 'LLM' THEN 'generation'
+            WHEN genai_kind = 'inference' THEN 'generation'
+            WHEN genai_kind = 'retrieval' THEN 'retrieval'
             WHEN parent_span_id IS NULL THEN 'request'
         END) AS stage_final
     FROM picked
@@ -180,17 +245,23 @@ SELECT
     stage_final AS stage,
     CASE WHEN stage IS NULL AND stage_final = 'request' THEN input_value ELSE question END AS question,
     case_id, principal_groups, as_of,
-    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_id ELSE chunk_id END AS chunk_id,
+    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN coalesce(oi_doc_id, g_doc_id)
+         ELSE chunk_id END AS chunk_id,
     chunk_hash, chunk_version, derived_ids, chunk_text, docs_omitted,
-    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_text END AS oi_doc_text,
-    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN oi_doc_meta END AS oi_doc_meta,
+    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN coalesce(oi_doc_text, g_doc_text) END
+        AS oi_doc_text,
+    CASE WHEN stage IS NULL AND stage_final IN ('retrieval', 'context') THEN coalesce(oi_doc_meta, g_doc_meta) END
+        AS oi_doc_meta,
     -- the prompt of a generation span, whichever source wrote it
-    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN oi_prompt ELSE cl_prompt END AS oi_prompt,
-    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN coalesce(oi_output, output_value) ELSE answer END AS answer,
+    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN coalesce(oi_prompt, genai_flat_prompt)
+         ELSE cl_prompt END AS oi_prompt,
+    CASE WHEN stage IS NULL AND stage_final = 'generation' THEN coalesce(oi_output, genai_flat_answer, output_value)
+         ELSE answer END AS answer,
     CASE WHEN stage IS NULL AND stage_final = 'generation' THEN 'prose' ELSE answer_format END AS answer_format,
     abstained, claim_text, evidence_claim, evidence_chunk, evidence_quote,
     map_label, map_chunk_id, map_version,
     res_marker, res_chunk_id, res_version, res_uri,
     ren_label, ren_uri, ren_chunk_id, ren_title, ren_preview, acl_group, acl_count, chunk_uri, chunk_title,
-    adapter_error, feedback_text, feedback_claim, feedback_chunk, source_file, line_hash, line_bytes
+    adapter_error, feedback_text, feedback_claim, feedback_chunk, source_file, line_hash, line_bytes,
+    genai_kind, genai_system, genai_input, genai_output
 FROM staged;

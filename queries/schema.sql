@@ -28,6 +28,9 @@ CREATE OR REPLACE MACRO otlp_array(v) AS
 CREATE OR REPLACE MACRO otlp_strings(v) AS
     coalesce(list_transform(otlp_array(v).values, lambda x: coalesce(x.stringValue, '')),
              CASE WHEN otlp_array(v) IS NOT NULL THEN []::VARCHAR[] END);
+-- one attribute of a span event (e: {name, attributes: [{key, value}]}) as a string
+CREATE OR REPLACE MACRO otlp_event_string(e, name) AS
+    otlp_string(otlp_value(list_transform(e.attributes, lambda a: a.key), list_transform(e.attributes, lambda a: a.value), name));
 CREATE OR REPLACE MACRO otlp_int_array(v) AS
     json_transform(v, '{"arrayValue":{"values":[{"intValue":"VARCHAR"}]}}').arrayValue;
 CREATE OR REPLACE MACRO otlp_ints(v) AS

@@ -79,3 +79,9 @@ CREATE OR REPLACE TEMP TABLE t_new_judgments (
 
 -- what the run met that it names (analyze: trace files, gold set, labels): run_problems.sql
 CREATE OR REPLACE TEMP TABLE t_problems (source VARCHAR, place VARCHAR, field VARCHAR, message VARCHAR);
+
+-- GenAI inference spans' message attributes as read (sources/genai.py at ingest): one row per
+-- distinct (system instructions, input messages, output messages), each the value's OTLP/JSON text
+CREATE OR REPLACE TEMP TABLE t_genai_read (
+    system VARCHAR, inputs VARCHAR, outputs VARCHAR, prompt VARCHAR, answer VARCHAR, error VARCHAR
+);

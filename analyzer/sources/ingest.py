@@ -24,6 +24,7 @@ import orjson
 
 from citeline.analyzer import streaming as _streaming
 from citeline.analyzer.problems import Problem
+from citeline.analyzer.sources import genai
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.store import SCHEMA_VERSIONS, run
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
@@ -375,6 +376,7 @@ def _ingest_files(
             report.files += 1
         span_problems = _span_problems(con, names)
         report.problems.extend(span_problems)
+        report.problems.extend(genai.problems(con))  # LLM spans whose content was not captured: named, read
         # an unreadable stage is named, not skipped: its span stays and its claims are not_evaluable
         report.skipped += sum(1 for p in span_problems if p.field != CL_ADAPTER_ERROR)
         if progress:
@@ -441,6 +443,7 @@ def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int)
     every line, so the files involved take the slow path that counts their lines.
     """
     run(con, "ingest_spans", {"files": [duckdb_path(f) for f in files], "max_line": max_line})
+    genai.decode(con)  # GenAI inference spans' messages into prompt and answer (none: one cheap scan)
     run(con, "file_traces")
     repeats = con.execute(_REPEATS).fetchall()[0][0]
     if repeats:
