@@ -35,7 +35,7 @@ import duckdb
 from citeline.analyzer import steps
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import sql
-from citeline.instrumentation._keys import GENAI_INPUT_MESSAGES, GENAI_OUTPUT_MESSAGES
+from citeline.instrumentation.schema import GENAI_INPUT_MESSAGES, GENAI_OUTPUT_MESSAGES
 
 #: how deep a structured value is read (someone else's data: a deeper one is not a message)
 MAX_DEPTH = 32
