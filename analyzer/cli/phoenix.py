@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from citeline.analyzer.cli.errors import DONE, FAILED, CliError, err
+from citeline.analyzer.cli.errors import DONE, FAILED, err
 from citeline.analyzer.cli.options import AddCommand, add_db, add_phoenix, add_run, require_store
-from citeline.analyzer.phoenix.annotate import PhoenixError, annotate, pull
-from citeline.analyzer.reports.report import ReportError, resolve_run
+from citeline.analyzer.phoenix.annotate import annotate, pull
+from citeline.analyzer.reports.report import resolve_run
 from citeline.analyzer.store import connect
 
 
@@ -47,8 +47,6 @@ def pull_command(args: argparse.Namespace) -> int:
     try:
         folder = Path(args.db).resolve().parent / "citeline-pulled"
         report = pull(con, args.phoenix, args.project, since=args.since, folder=folder)
-    except PhoenixError as exc:
-        raise CliError(str(exc), FAILED) from exc
     finally:
         con.close()
     print(
@@ -66,8 +64,6 @@ def annotate_command(args: argparse.Namespace) -> int:
     try:
         run_id, _ = resolve_run(con, args.run)
         report = annotate(con, args.phoenix.rstrip("/"), run_id, documents_as_llm=args.documents_as_llm)
-    except (PhoenixError, ReportError) as exc:
-        raise CliError(str(exc), FAILED) from exc
     finally:
         con.close()
     print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
