@@ -366,7 +366,7 @@ def test_unreachable_wrong_project_and_auth_fail_clearly_and_keep_the_store(
     ]
     for args, message in cases:
         done = cli(*args, cwd=pulled, check=False, env={"PATH": "/usr/bin:/bin", "HOME": str(pulled)})
-        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)  # a Phoenix that cannot be used is unusable input
         assert message in done.stderr, (args, done.stderr)
         assert done.stderr.count("\n") == 1, done.stderr  # one clear line, no traceback
         assert _store_counts(db) == before

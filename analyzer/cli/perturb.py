@@ -1,4 +1,4 @@
-"""``citeline perturb``: the perturbation harness from the command line (registered by ``_cli``)."""
+"""``citeline perturb``: the perturbation harness from the command line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from citeline.analyzer.cli.errors import DONE, FAILED, CliError, err
+from citeline.analyzer.cli.options import AddCommand, add_db, add_format, add_out
+from citeline.analyzer.testing.perturb import perturb
+from citeline.analyzer.testing.perturb_render import render_html, render_text
 from citeline.analyzer.testing.perturbations import CATALOGUE
 
 EXAMPLE = (
@@ -19,8 +23,8 @@ EXAMPLE = (
 )
 
 
-def register(add: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
-    """Add the ``perturb`` command to the parser (``add`` is the CLI's own sub-command maker)."""
+def register(add: AddCommand) -> None:
+    """Add ``perturb`` to the parser."""
     p = add(
         "perturb",
         "run every gold case as is and under each perturbation of each stage; say whether each stage is seen",
@@ -42,14 +46,14 @@ def register(add: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
         help="run only this perturbation (repeatable); default all: " + ", ".join(x.name for x in CATALOGUE),
     )
     p.add_argument("--case", action="append", metavar="CASE_ID", help="run only this gold case (repeatable)")
-    p.add_argument("--format", choices=("table", "json", "html"), default="table")
-    p.add_argument("--out", help="write to this file instead of standard output")
+    add_format(p, "table", "json", "html")
+    add_out(p)
     p.add_argument(
         "--fail-on-reaction",
         action="store_true",
         help="also exit 1 when the app reacts badly (keeps a claim whose support is gone, ignores a newer version)",
     )
-    p.add_argument("--db", default=None, help="accepted for symmetry; the run keeps its store in memory")
+    add_db(p, "accepted for symmetry; the run keeps its store in memory", default=None)
     p.set_defaults(func=run)
 
 
@@ -71,18 +75,13 @@ def load_app(spec: str) -> Callable[..., Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from citeline.analyzer.testing.perturb import PerturbError, perturb
-    from citeline.analyzer.testing.perturb_render import render_html, render_text
-
     if not Path(args.gold).exists():
-        print(f"citeline: gold file {args.gold} does not exist; pass --gold FILE", file=sys.stderr)
-        return 2
+        raise CliError(f"gold file {args.gold} does not exist; pass --gold FILE")
     try:
         app = load_app(args.app)
         result = perturb(app, args.gold, perturbations=args.perturbation, cases=args.case)
-    except (ValueError, PerturbError) as exc:
-        print(f"citeline: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # --app written wrong, or not importable
+        raise CliError(str(exc)) from exc
     if args.format == "json":
         text = json.dumps(result.to_json(), indent=2, default=str) + "\n"
     elif args.format == "html":
@@ -91,13 +90,13 @@ def run(args: argparse.Namespace) -> int:
         text = render_text(result)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"perturbation matrix written to {args.out}", file=sys.stderr)
+        err(f"perturbation matrix written to {args.out}")
     else:
         sys.stdout.write(text)
     unseen = [s for s, v in result.stages.items() if v.verdict == "not seen"]
     if unseen:
-        print(f"citeline: stage(s) not seen: {', '.join(unseen)}; see the cells listed", file=sys.stderr)
+        err(f"citeline: stage(s) not seen: {', '.join(unseen)}; see the cells listed")
     bad = [c for c in result.reactions if not c.reaction_good]
     if bad and args.fail_on_reaction:
-        print(f"citeline: {len(bad)} app reaction(s) are findings about the app", file=sys.stderr)
-    return 1 if unseen or (bad and args.fail_on_reaction) else 0
+        err(f"citeline: {len(bad)} app reaction(s) are findings about the app")
+    return FAILED if unseen or (bad and args.fail_on_reaction) else DONE
