@@ -869,6 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     from citeline.analyzer.cli.perturb import register as register_perturb
 
     register_perturb(add)
+    __import__("citeline.analyzer.cli.export", fromlist=["register"]).register(add)
     return parser
 
 
