@@ -10,8 +10,8 @@ from pathlib import Path
 from citeline.analyzer.store import DEFAULT_DB
 
 EXAMPLE = (
-    "OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer ...' citeline export --otlp http://localhost:4318 --run latest\n"
-    "         citeline export --out verdicts.jsonl --run latest"
+    "citeline export --otlp http://localhost:4318 --run latest\n"
+    "  (credentials: OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer ...'; a file: --out verdicts.jsonl)"
 )
 
 
