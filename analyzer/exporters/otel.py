@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 import duckdb
 import orjson
 
+from citeline.analyzer.buckets import NOT_EVALUABLE, OK
 from citeline.analyzer.escaping import is_span_id, is_trace_id
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import sql
@@ -47,7 +48,7 @@ TRACE_EVALUATION = "citeline.trace"
 #: the score of each label: a failing bucket 0.0, ok 1.0; not_evaluable has none (nothing was judged)
 OK_SCORE = 1.0
 FAILING_SCORE = 0.0
-NO_SCORE = frozenset({"not_evaluable"})
+NO_SCORE = frozenset({NOT_EVALUABLE})
 BATCH = 512
 SCOPE = "citeline.analyzer.exporters.otel"
 _TEXT_SHOWN = 160  # characters of a claim's text quoted in the explanation
@@ -92,7 +93,7 @@ def score(label: str) -> float | None:
     """The documented numeric score of a verdict label."""
     if label in NO_SCORE:
         return None
-    return OK_SCORE if label == "ok" else FAILING_SCORE
+    return OK_SCORE if label == OK else FAILING_SCORE
 
 
 def _claim_name(gold_claim_id: str | None, claim_text: str | None) -> str:
@@ -191,7 +192,7 @@ def _records(items: Sequence[Verdict], when_ns: int) -> list[Any]:
     observed = int(now.timestamp()) * 1_000_000_000 + now.microsecond * 1000
     out = []
     for v in items:
-        failing = v.label not in ("ok", *NO_SCORE)
+        failing = v.label not in (OK, *NO_SCORE)
         record = LogRecord(
             timestamp=when_ns,
             observed_timestamp=observed,

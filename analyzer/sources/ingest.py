@@ -101,7 +101,7 @@ _SNIFF_BUDGET = 64 * 1024 * 1024  # bytes read at most to find them (a few huge 
 _MARK = b'"resourceSpans"'
 
 
-def _no_trace_line(f: IO[bytes]) -> str | None:
+def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
     """None when one of the first lines starts (within its first 64 KiB) an OTLP trace request."""
     head = f.read(_SNIFF_BYTES).removeprefix(_BOM)
     if not head.strip():
