@@ -392,6 +392,7 @@ def _gold(args: argparse.Namespace) -> int:
 
 
 def _annotate(args: argparse.Namespace) -> int:
+    from citeline.analyzer.escaping import term
     from citeline.analyzer.phoenix.annotate import PhoenixError, annotate
     from citeline.analyzer.reports.report import ReportError, resolve_run
     from citeline.analyzer.store import connect
@@ -428,6 +429,8 @@ def _annotate(args: argparse.Namespace) -> int:
             f"citeline: {len(report.invalid_spans)} span id(s) in the store are not OTLP span ids (16 hex digits) "
             "and were not annotated: " + ", ".join(repr(s) for s in report.invalid_spans[:10])
         )
+    for problem in report.not_own_spans[:20]:  # a span id another trace holds too: never annotated
+        _err(f"citeline: {term(problem)}")
     if report.missing_spans:
         _err(
             f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "
