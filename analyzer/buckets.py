@@ -64,7 +64,16 @@ TABLE: Final = (
         "is_restricted",
         "#b91c1c",
         "permissions, retrieval filter",
-        (Reason("reached", "first_reached", _RESTRICTED),),
+        (
+            Reason("reached", "first_reached", _RESTRICTED),
+            # fail closed: a request whose groups nobody recorded is entitled to nothing restricted
+            Reason(
+                "unrecorded",
+                "first_reached",
+                _RESTRICTED + ", and the request recorded no principal groups, so it is entitled to none: record "
+                'request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)',
+            ),
+        ),
     ),
     Bucket(
         NOT_EVALUABLE,
@@ -72,12 +81,6 @@ TABLE: Final = (
         "#6b7280",
         "the instrumentation or the judge",
         (
-            Reason(
-                "principal_unknown",
-                "request",
-                _RESTRICTED + ", and the request names no principal, so access cannot be checked: record "
-                'request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)',
-            ),
             Reason(
                 "unseen",
                 "retrieval",

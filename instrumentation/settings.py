@@ -112,6 +112,26 @@ PHOENIX_API_KEY: Final = Variable(
     None,
     secret=True,
 )
+OTLP_LOGS_ENDPOINT: Final = Variable(
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "citeline export",
+    "the OTLP/HTTP logs URL evaluation events go to when --otlp names none",
+    None,
+)
+OTLP_HEADERS: Final = Variable(
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "citeline export (through the OpenTelemetry SDK)",
+    "headers (credentials) sent with every OTLP request, key=value pairs separated by commas",
+    None,
+    secret=True,
+)
+OTLP_LOGS_HEADERS: Final = Variable(
+    "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+    "citeline export (through the OpenTelemetry SDK)",
+    "headers sent with OTLP log requests only, as OTEL_EXPORTER_OTLP_HEADERS",
+    None,
+    secret=True,
+)
 PHOENIX_URL: Final = Variable(
     "CITELINE_PHOENIX_URL",
     "the command line",
@@ -130,6 +150,9 @@ VARIABLES: Final[tuple[Variable[str] | Variable[None], ...]] = (
     OPENAI_BASE_URL,
     OPENAI_API_KEY,
     PHOENIX_API_KEY,
+    OTLP_LOGS_ENDPOINT,
+    OTLP_HEADERS,
+    OTLP_LOGS_HEADERS,
     PHOENIX_URL,
 )
 """Every variable citeline reads, in the order of the docs table."""

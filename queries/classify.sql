@@ -94,7 +94,8 @@ violating AS (   -- 2. access: anything outside the principal's ACL, each at the
     GROUP BY e.trace_id, e.shown
 ),
 violations AS (  -- ... and the trace at the first stage anything reached; a chunk only the page showed
-    -- names what it showed. A request that names no principal cannot be checked: principal_unknown
+    -- names what it showed. A request that recorded no groups is entitled to nothing restricted (fail
+    -- closed): a violation like any other, its reason saying the groups were not recorded (principal_unknown)
     SELECT trace_id,
            min_by(stage, first_no) AS stage,
            min_by(span_id, first_no) AS span_id,
@@ -253,7 +254,7 @@ flagged AS (
            j.basis = 'corpus' AND j.claim_idx IS NOT NULL
                AND ((len(j.cited) = 0 AND len(j.invalid) = 0)
                     OR coalesce(j.support_label IN ('contradicted', 'insufficient'), false)) AS needs_context,
-           v.trace_id IS NOT NULL AND NOT v.principal_unknown AS is_restricted,
+           v.trace_id IS NOT NULL AS is_restricted,
            coalesce(v.principal_unknown, false) AS principal_unknown,
            dr.ids IS NOT NULL AND (any_in(j.cited, dr.ids) OR any_in(flatten(j.bundles), dr.ids)) AS is_drift,
            dr.what AS drift_what,
@@ -326,8 +327,7 @@ flagged AS (
 evaluable AS (
     SELECT f.*,
            -- (an unreadable context or generation leaves what the retrieval showed standing)
-           -- (restricted chunks reached a request that names no principal: access cannot be decided)
-           f.principal_unknown OR f.unseen
+           f.unseen
            OR coalesce(f.unreadable_stage = 'retrieval'
                     OR (f.unreadable_stage = 'context' AND NOT is_unretrieved)
                     OR (f.unreadable_stage = 'generation' AND NOT (is_unretrieved OR is_dropped)), false)
@@ -344,9 +344,9 @@ evaluable AS (
 --    a claim nothing else flagged. (An entry is made only where its flag is up.)
 raised AS (
     SELECT e.*, list_filter([
-        CASE WHEN is_restricted THEN {'flag': 'is_restricted', 'why': 'reached'} END,
+        CASE WHEN is_restricted THEN {'flag': 'is_restricted',
+                                      'why': CASE WHEN principal_unknown THEN 'unrecorded' ELSE 'reached' END} END,
         CASE WHEN is_unobservable THEN {'flag': 'is_unobservable', 'why': CASE
-            WHEN principal_unknown THEN 'principal_unknown'
             WHEN unseen THEN 'unseen'
             WHEN no_judgment AND needs_context AND ctx_undecided THEN 'undecided'
             WHEN no_judgment AND support_label IS NULL THEN 'no_verdict'

@@ -311,3 +311,15 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS gold_hash VARCHAR;
 -- basis"). Rows of stores from before it were all judged against gold cases.
 ALTER TABLE claim_results ADD COLUMN IF NOT EXISTS basis VARCHAR DEFAULT 'gold';
 ALTER TABLE case_results ADD COLUMN IF NOT EXISTS basis VARCHAR DEFAULT 'gold';
+-- what `citeline export` has sent (docs/otel-export.md): one row per (run, target, verdict), so a second
+-- export of the same run to the same target sends nothing new. target is the OTLP logs endpoint with its
+-- credentials shown as *** (or file:<absolute path>); verdict is the record's key (kind/case/claim/trace).
+CREATE TABLE IF NOT EXISTS exported (
+    run_id VARCHAR NOT NULL,
+    target VARCHAR NOT NULL,
+    verdict VARCHAR NOT NULL,
+    trace_id VARCHAR,
+    span_id VARCHAR,
+    exported_at TIMESTAMP,
+    PRIMARY KEY (run_id, target, verdict)
+);

@@ -124,13 +124,14 @@ SCENARIOS: dict[str, Scenario] = {
         (*NO_SHIPPING, "returns-v4#eligibility-2"),
     ),
     # the public assistant's index also holds the staff handbook; with no decorator nobody recorded
-    # who asked, so access cannot be checked (the gold case's principal is never borrowed): the
-    # request span is blamed, and test_access_with_the_principal_recorded adds request(principal=)
+    # who asked, so the request is entitled to nothing restricted (fail closed; the gold case's principal
+    # is never borrowed): access_violation at the retriever span, the reason saying the groups were not
+    # recorded; test_access_with_the_principal_recorded adds request(principal=)
     "access_violation": Scenario(
         "Do employees get a discount on devices?",
         "Employees get 25% off accessories, not devices {staff-handbook#discount-1}.",
-        "not_evaluable",
-        "request",
+        "access_violation",
+        "retrieval",
         SHIPPING,
     ),
 }

@@ -27,6 +27,7 @@ COMMANDS = [
     "report",
     "pull",
     "annotate",
+    "export",
     "validate",
     "gold",
     "gold import",

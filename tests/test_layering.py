@@ -50,6 +50,7 @@ FAMILIES: dict[str, set[str]] = {
     "drafting": {"run", "sources", "gold", "claims", "judges", "reports", "phoenix"},
     "scaleout": {"run", "sources", "gold", "claims", "judges", "reports"},
     "testing": {"run", "sources", "gold", "claims", "judges", "reports"},
+    "exporters": {"run", "reports", "sources", "gold", "claims", "judges"},
 }
 #: the foundations every family may import; among themselves only these edges
 FOUNDATIONS: dict[str, set[str]] = {
@@ -59,6 +60,7 @@ FOUNDATIONS: dict[str, set[str]] = {
     "streaming": set(),
     "text": set(),
     "workers": set(),
+    "targets": {"problems"},
     "store": {"buckets"},
     "steps": {"store"},
 }

@@ -92,7 +92,7 @@ def test_each_injected_failure_lands_in_its_bucket_stage_and_span(
         assert names[row["span_id"]] == SPAN[framework][sc.stage]
     if scenario == "access_violation":  # nobody recorded who asked: never the gold case's principal
         assert row["reason"].startswith(
-            "restricted staff-handbook#discount-1 reached retrieval, and the request names no principal"
+            "restricted staff-handbook#discount-1 reached retrieval, and the request recorded no principal groups"
         )
 
 

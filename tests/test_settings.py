@@ -80,4 +80,9 @@ def test_a_variable_is_read_when_used_and_empty_is_unset(monkeypatch: pytest.Mon
 
 
 def test_the_secrets_are_the_keys() -> None:
-    assert sorted(v.name for v in VARIABLES if v.secret) == ["OPENAI_API_KEY", "PHOENIX_API_KEY"]
+    assert sorted(v.name for v in VARIABLES if v.secret) == [
+        "OPENAI_API_KEY",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        "PHOENIX_API_KEY",
+    ]

@@ -159,16 +159,30 @@ def test_a_guest_as_citelines_exporter_writes_it_and_a_staff_twin(tmp_path: Path
     assert sorted((r["bucket"], r["stage"]) for r in rows) == [("access_violation", "retrieval"), ("ok", None)]
 
 
-def test_no_principal_recorded_is_not_evaluable_at_the_request_span(tmp_path: Path) -> None:
-    # on the previous main: ok (the gold case's groups stood in for the missing ones)
+def test_no_groups_recorded_fails_closed_as_an_access_violation(tmp_path: Path) -> None:
+    # on the previous main: ok (the gold case's groups stood in for the missing ones); then not_evaluable at
+    # the request span while the Collector's empty groups gave access_violation (issue #33): a restricted
+    # chunk served to a request whose entitlement nobody recorded fails closed, the reason says why
     traces = _write(tmp_path, [{"case_id": "staff-perk", "principal": None}])
     [row] = _rows(tmp_path, traces)
-    assert (row["bucket"], row["stage"]) == ("not_evaluable", "request")
+    assert (row["bucket"], row["stage"]) == ("access_violation", "retrieval")
     assert row["reason"] == (
-        "restricted staff#1 reached retrieval, and the request names no principal, so access cannot be "
-        'checked: record request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)'
+        "restricted staff#1 reached retrieval, and the request recorded no principal groups, so it is entitled "
+        'to none: record request(principal={"id": ..., "groups": [...]}) (an empty list of groups is a guest)'
     )
-    assert row["flags"] == ["not_evaluable"]
+    assert row["flags"] == ["access_violation"]
+
+
+def test_an_id_without_groups_fails_closed_like_empty_groups(tmp_path: Path) -> None:
+    # the groups key absent (an id alone) vs the Collector's empty array: the same bucket and stage
+    absent = _write(tmp_path / "absent", [{"case_id": "staff-perk", "principal": {"id": "sam"}}])
+    empty = _write(tmp_path / "empty", [{"case_id": "staff-perk", "principal": {"id": "guest"}}])
+    _reencode(empty, GUEST_EMPTY_COLLECTOR, collector=True)
+    [a] = _rows(tmp_path / "absent", absent)
+    [e] = _rows(tmp_path / "empty", empty)
+    assert (a["bucket"], a["stage"], a["span_id"] is not None) == (e["bucket"], e["stage"], True)
+    assert a["bucket"] == "access_violation"
+    assert "recorded no principal groups" in a["reason"] and "recorded no principal groups" not in e["reason"]
 
 
 def test_a_request_that_touched_nothing_restricted_needs_no_principal(tmp_path: Path) -> None:
@@ -203,7 +217,8 @@ _ENCODINGS = {
     "staff": [STAFF],
     "unknown": [None, {}, {"arrayValue": None}],
 }
-_VERDICT = {"guest": "access_violation", "public": "access_violation", "staff": "ok", "unknown": "not_evaluable"}
+# unknown groups fail closed (issue #33): the same bucket as a guest's, the reason saying they were not recorded
+_VERDICT = {"guest": "access_violation", "public": "access_violation", "staff": "ok", "unknown": "access_violation"}
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +246,4 @@ def test_the_same_request_gets_the_same_verdict_in_every_encoding(
     _reencode(traces, encodings[pick % len(encodings)], collector=collector, one_line=one_line)
     [row] = _rows(tmp, traces)
     assert row["bucket"] == _VERDICT[who], (who, row["reason"])
+    assert ("recorded no principal groups" in row["reason"]) == (who == "unknown")

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from citeline.analyzer.claims.policy import PolicyError
 from citeline.analyzer.escaping import term
+from citeline.analyzer.exporters.otel import ExportError
 from citeline.analyzer.phoenix import PhoenixError
 from citeline.analyzer.reports.report import ReportError
 from citeline.analyzer.run.analyze import InputError
@@ -32,6 +33,7 @@ option written wrong, an unknown run or judge, a Phoenix that cannot be reached 
 UNUSABLE_INPUT: Final[tuple[type[Exception], ...]] = (
     AnswerKeysError,  # --answer-key names a role no answer has
     EngineError,  # --engine dask: no cluster to run on
+    ExportError,  # export: a wrong --otlp URL, a backend that cannot be reached or refuses us
     InputError,  # no trace files, an unreadable gold set; nothing is stored
     PerturbError,  # perturb cannot run the gold cases through the app
     PhoenixError,  # Phoenix unreachable, refuses the key, has no such project or dataset

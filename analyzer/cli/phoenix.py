@@ -84,6 +84,8 @@ def annotate_command(args: argparse.Namespace) -> int:
             f"citeline: {len(report.invalid_spans)} span id(s) in the store are not OTLP span ids (16 hex digits) "
             "and were not annotated: " + ", ".join(repr(s) for s in report.invalid_spans[:10])
         )
+    for problem in report.not_own_spans[:20]:  # a span id another trace holds too: never annotated
+        err(f"citeline: {problem}")
     if report.missing_spans:
         err(
             f"citeline: {len(report.missing_spans)} span(s) are not in that Phoenix (traces not sent there?): "

@@ -389,6 +389,27 @@ def _jsonl(path: Path, r: _Records) -> Iterator[tuple[Any, str]]:
         yield record, f"line {n}"
 
 
+class _NotUtf8(ValueError):
+    """A gold file that is not UTF-8 text, named by line and column (a byte offset helps nobody)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.lineno = line
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        column = len(data[start : exc.start].decode("utf-8", errors="replace")) + 1
+        byte = data[exc.start]
+        raise _NotUtf8(
+            line, f"not UTF-8 text: byte 0x{byte:02x} at line {line}, column {column}; save the file as UTF-8"
+        ) from None
+
+
 def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
     """Load and validate a gold set. Problems land in ``.errors``; bad records are skipped. With ``advise``
     (``citeline validate``), ``.warnings`` also names each claim that states a value but gives no facts."""
@@ -429,7 +450,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
         gold.unreadable = why
         return gold
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = _utf8(path.read_bytes())
         data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=LineLoader)
     except RecursionError:
         gold.errors.append(GoldError(str(path), "-", "-", "nested too deeply to read: refused"))
@@ -438,7 +459,7 @@ def load_gold(path: str | Path, advise: bool = False) -> GoldSet:
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else f"line {getattr(exc, 'lineno', '-')}"
-        why = str(exc) if isinstance(exc, Hostile) else f"cannot parse: {exc}".splitlines()[0]
+        why = str(exc) if isinstance(exc, Hostile | _NotUtf8) else f"cannot parse: {exc}".splitlines()[0]
         gold.errors.append(GoldError(str(path), where, "-", why))
         gold.unreadable = f"{where}: {why}"
         return gold

@@ -6,7 +6,9 @@ the claim, so claims sharing a span do not overwrite each other; no score, so
 Phoenix shows the bucket), and one named ``citeline.trace`` per joined trace on
 its request span (label = the trace's verdict, explanation = its claims per
 bucket). Phoenix keys annotations by (name, span, identifier), so re-running
-updates, never duplicates. The REST calls and their errors: ``client.py``.
+updates, never duplicates. A verdict is only written onto a span of its own trace: a span id another
+trace in the store holds too is skipped and named (``analyzer/targets.py``). The REST calls and their
+errors: ``client.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import duckdb
 
 from citeline.analyzer.escaping import is_span_id
 from citeline.analyzer.phoenix.client import Rest, explain
+from citeline.analyzer.problems import Problem
+from citeline.analyzer.targets import foreign_spans
 from citeline.instrumentation.redact import redact_text
 from citeline.instrumentation.settings import PHOENIX_API_KEY
 
@@ -42,6 +46,9 @@ class AnnotateReport:
     documents_not_held: int = 0
     #: annotations Phoenix refused, one (span, reason) each; the others still landed
     rejected: list[tuple[str, str]] = field(default_factory=list)
+    #: verdicts not written because their span id is not only their own trace's (analyzer/targets.py):
+    #: Phoenix keys annotations by span id, so they could land on another trace's span
+    not_own_spans: list[Problem] = field(default_factory=list)
 
 
 def claim_identifier(trace_id: str, case_id: str | None, gold_claim_id: str | None, claim_text: str | None) -> str:
@@ -135,7 +142,8 @@ def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: 
     writes LLM so they appear, at the price of a kind that is not true."""
     rows = con.execute(
         """
-        SELECT s.span_id, coalesce(j.chunk_ids, s.chunk_id) AS chunk_id, coalesce(r.chunk_ids, []) AS support,
+        SELECT s.trace_id, s.span_id, coalesce(j.chunk_ids, s.chunk_id) AS chunk_id,
+               coalesce(r.chunk_ids, []) AS support,
                -- Phoenix holds a document per position the span wrote one for
                len(s.chunk_id) - coalesce(s.docs_omitted, 0) AS held
         FROM case_results AS c
@@ -148,7 +156,7 @@ def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: 
         {"r": run_id},
     ).fetchall()
     out = []
-    for span_id, chunk_ids, support, held in rows:
+    for trace_id, span_id, chunk_ids, support, held in rows:
         wanted = set(support)
         for position, chunk_id in enumerate(chunk_ids[: max(0, held)]):
             hit = chunk_id in wanted
@@ -159,7 +167,7 @@ def document_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str, kind: 
                     "name": DOCUMENT_NAME,
                     "annotator_kind": kind,
                     "result": {"label": "support" if hit else "not support", "score": 1.0 if hit else 0.0},
-                    "metadata": {"run_id": run_id, "chunk_id": chunk_id},
+                    "metadata": {"run_id": run_id, "chunk_id": chunk_id, "trace_id": trace_id},
                 }
             )
     return out
@@ -173,7 +181,7 @@ def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[di
 def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as_llm: bool = False) -> AnnotateReport:
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
     report = AnnotateReport(run_id)
-    rows = _targets(annotation_rows(con, run_id) + trace_annotation_rows(con, run_id), report)
+    rows = _targets(con, annotation_rows(con, run_id) + trace_annotation_rows(con, run_id), report)
     rest = Rest(url)
     try:
         for batch in _batches(rows, BATCH):
@@ -188,7 +196,7 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
             report.annotations += sum(1 for item in taken if item["name"] == NAME)
             report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
             report.batches += 1
-        documents = _targets(document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE"), report)
+        documents = _targets(con, document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE"), report)
         report.documents_not_held = documents_not_held(con, run_id)
         for batch in _batches(documents, BATCH):
             if _post(rest, url, batch, documents=True, report=report):
@@ -205,15 +213,22 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
     return report
 
 
-def _targets(items: list[dict[str, Any]], report: AnnotateReport) -> list[dict[str, Any]]:
-    """The items whose span id is one (a hostile trace file may name any string); the rest named."""
+def _targets(
+    con: duckdb.DuckDBPyConnection, items: list[dict[str, Any]], report: AnnotateReport
+) -> list[dict[str, Any]]:
+    """The items whose span id is one (a hostile trace file may name any string) and is a span of the
+    item's own trace only (a hostile trace may reuse an honest trace's span id, and Phoenix keys
+    annotations by span id); the rest named in the report."""
     kept = []
     for item in items:
         if is_span_id(item["span_id"]):
             kept.append(item)
         elif item["span_id"] not in report.invalid_spans:
             report.invalid_spans.append(item["span_id"])
-    return kept
+    pairs = {(str(item["metadata"]["trace_id"]), str(item["span_id"])) for item in kept}
+    refused, problems = foreign_spans(con, pairs, "phoenix")
+    report.not_own_spans += [p for p in problems if p not in report.not_own_spans]
+    return [item for item in kept if (str(item["metadata"]["trace_id"]), str(item["span_id"])) not in refused]
 
 
 def _refused(report: AnnotateReport, item: dict[str, Any]) -> bool:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import duckdb
 import orjson
@@ -78,28 +79,57 @@ _BOM = b"\xef\xbb\xbf"
 
 
 def not_trace_file(path: Path) -> str | None:
-    """Why ``path`` cannot be a trace file, or None. Looks at the start of its first line only
-    (a gzip file truncated further on is found when its batch fails: :func:`_broken_gzip`)."""
+    """Why ``path`` cannot be a trace file, or None. Looks at the start of its lines, one after another
+    (a gzip file truncated further on is found when its batch fails: :func:`_broken_gzip`).
+
+    A file is judged line by line: one in which no line starts an OTLP request is someone else's
+    file (one problem, not one per line); any other file is read, and each line that is not a trace
+    is named on its own, so a bad first line (junk, or nested deeper than any parser goes and longer
+    than the first 64 KiB) never costs the good lines after it."""
     try:
         if path.suffix == ".gz":
             if path.stat().st_size == 0:
                 return "an empty .gz file (zero bytes), not gzip data"
             with gzip.open(path, "rb") as f:
-                head = f.read(_SNIFF_BYTES)
-        else:
-            with open(path, "rb") as f:
-                head = f.read(_SNIFF_BYTES)
+                return _no_trace_line(f)
+        with open(path, "rb") as f:
+            return _no_trace_line(f)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         return f"not a readable gzip file ({type(exc).__name__}: {exc})"
-    head = head.removeprefix(_BOM)
+
+
+_SNIFF_LINES = 64  # lines looked at before a file is called someone else's
+_SNIFF_BUDGET = 64 * 1024 * 1024  # bytes read at most to find them (a few huge lines)
+_MARK = b'"resourceSpans"'
+
+
+def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
+    """None when one of the first lines starts (within its first 64 KiB) an OTLP trace request."""
+    head = f.read(_SNIFF_BYTES).removeprefix(_BOM)
     if not head.strip():
         return None  # empty or blank: nothing to read, nothing wrong
-    # A file is judged line by line: one whose start holds no OTLP request at all is someone
-    # else's file (one problem, not one per line); any other file is read, and each line that
-    # is not a trace is named on its own (a bad first line does not cost the good ones)
-    if b'"resourceSpans"' not in head:
-        return "not a trace file: no line of its first 64 KiB is an OTLP ExportTraceServiceRequest (resourceSpans)"
-    return None
+    if _MARK in head:
+        return None  # the common case: a trace line at the start
+    lines, read, start, window = 0, len(head), b"", head
+    # past the first 64 KiB: each line's own first 64 KiB, line after line
+    while lines < _SNIFF_LINES and read <= _SNIFF_BUDGET:
+        end = window.find(b"\n")
+        if end < 0:
+            if len(start) < _SNIFF_BYTES:
+                start += window[: _SNIFF_BYTES - len(start)]
+                if _MARK in start:
+                    return None
+            window = f.read(1024 * 1024)
+            read += len(window)
+            if not window:
+                break
+            continue
+        start += window[: max(0, min(end, _SNIFF_BYTES - len(start)))]
+        if _MARK in start:
+            return None
+        lines += 1
+        start, window = b"", window[end + 1 :]
+    return "not a trace file: none of its first lines is an OTLP ExportTraceServiceRequest (resourceSpans)"
 
 
 def _broken_gzip(path: Path) -> str | None:
