@@ -194,6 +194,9 @@ CONTENT_KEYS: Final = frozenset(
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "db.statement",
+        "db.query.result.document",
+        "traceloop.entity.input",
+        "traceloop.entity.output",
         "db.query.text",
         "exception.message",
         "exception.stacktrace",
@@ -211,6 +214,32 @@ CONTENT_PREFIXES: Final = (
 """Key prefixes under which everything is content (flattened messages, embedded texts and vectors)."""
 CONTENT_SUFFIXES: Final = (".document.content", ".message.content", ".message_content.text", ".function.arguments")
 """Key endings that are content wherever they occur (a retrieved document's text, a message's)."""
+CONTENT_ID_SUFFIXES: Final = (".id", "_id", ".role", ".finish_reason", ".score", ".distance")
+"""Key endings never content, also under a content prefix: ids (a tool call's, a document's), roles,
+finish reasons and scores stay with content off (``gen_ai.completion.0.tool_calls.0.id``)."""
+GENAI_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+"""GenAI retrieval span's documents, JSON ``[{"id", "score", "content", ...}]``: with content off each
+document keeps all but its content."""
+CONTENT_FIELDS: Final = frozenset({"content", "arguments", "result", "response", "text"})
+"""Fields of a structured value (a GenAI message part, a log record's body, a retrieval document)
+that hold content."""
+GENAI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+"""GenAI conventions: the messages the model was given, JSON ``[{"role", "parts": [...]}]``."""
+GENAI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""GenAI conventions: the messages the model answered."""
+GENAI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+"""GenAI conventions: the system instructions, JSON ``[{"type": "text", "content"}]``."""
+GENAI_LOG_CONTENT_KEYS: Final = (GENAI_INPUT_MESSAGES, GENAI_OUTPUT_MESSAGES, GENAI_SYSTEM_INSTRUCTIONS)
+"""The content a GenAI log record carries for its span (ingest adds it to the span's attributes)."""
+GENAI_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+"""Log record event name: one inference's content (messages, system instructions) for its span."""
+GENAI_CHOICE_EVENT: Final = "gen_ai.choice"
+"""Older per-message log event: one output choice (body ``{index, finish_reason, message}``)."""
+GENAI_MESSAGE_EVENT_PREFIX: Final = "gen_ai."
+GENAI_MESSAGE_EVENT_SUFFIX: Final = ".message"
+"""Older per-message log events ``gen_ai.{system,user,assistant,tool}.message`` (body ``{content, ...}``)."""
+EVENT_NAME: Final = "event.name"
+"""Log record attribute naming the event, as SDKs wrote it before ``eventName`` became a field."""
 
 # --- user feedback on an answer (a span event; issue #22) --------------------------------
 CL_FEEDBACK_EVENT: Final = "citeline.feedback"
