@@ -84,7 +84,9 @@ def scrub_value(value: Any) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             name = str(k)
-            if name in K.CONTENT_FIELDS or is_content_key(name):
+            if name == K.GENAI_DOCUMENTS:
+                out[name] = _documents(v)
+            elif name in K.CONTENT_FIELDS or is_content_key(name):
                 out[name] = withheld(_as_text(v))
             else:
                 out[name] = scrub_value(v)
