@@ -327,3 +327,39 @@ def test_event_only_mode_lands_every_fault_in_its_bucket_stage_and_span(
     assert {n: (rows[n]["bucket"], rows[n]["stage"]) for n, _b, _s in CASES} == {n: (b, s) for n, b, s in CASES}
     span_of = {"retrieval": "_search", "context": f"chat {MODEL}", "generation": f"chat {MODEL}"}
     assert {n: names[rows[n]["span_id"]] for n, _b, s in CASES if s} == {n: span_of[s] for n, _b, s in CASES if s}
+
+
+# --- object storage: the same lines read from a bucket (a real S3 server on loopback, tests/test_lake.py) --
+from tests.test_lake import s3  # noqa: E402, F401 - the fixture
+
+
+def test_logs_in_object_storage_join_their_spans_and_orphans_are_named_by_url(
+    s3: str,  # noqa: F811 - the fixture
+    tmp_path: Path,
+) -> None:
+    import gzip
+
+    import boto3
+
+    details = {
+        "eventName": "gen_ai.client.inference.operation.details",
+        "traceId": T1,
+        "spanId": S1,
+        "attributes": [_kv(OUTPUT, _s('[{"role":"assistant","parts":[]}]'))],
+    }
+    orphan = {**details, "spanId": "00000000000000aa"}
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="lake")
+    logs_key = "otel/minute=01/logs_1.json.gz"
+    body = gzip.compress((json.dumps(_logs_line(details, orphan)) + "\n").encode())
+    client.put_object(Bucket="lake", Key=logs_key, Body=body)
+    client.put_object(Bucket="lake", Key="otel/minute=02/traces_2.json", Body=json.dumps(_span_line(T1, S1)) + "\n")
+    con = connect(tmp_path / "s.duckdb")
+    report = ingest(con, ["s3://lake/otel/"])
+    assert (report.files, report.log_content) == (2, 2)
+    assert [(p.source, p.place) for p in report.problems] == [
+        (f"s3://lake/{logs_key}", f"line 1 (trace {T1} span 00000000000000aa)")
+    ]
+    assert con.execute("SELECT DISTINCT source_file FROM logs").fetchall() == [(f"s3://lake/{logs_key}",)]
+    con.close()
+    assert _stored(tmp_path / "s.duckdb")[0] == [("chat m", 1, [OUTPUT])]
