@@ -53,7 +53,7 @@ def test_analyze_output_saved_in_the_trace_folder_is_named_once(
     assert result.summary == summary
     assert result.problems() == [
         f"{mine / 'a.json'}:-: -: not a trace file: no line of its first 64 KiB is an OTLP "
-        "ExportTraceServiceRequest (resourceSpans); file skipped"
+        "ExportTraceServiceRequest (resourceSpans) or ExportLogsServiceRequest (resourceLogs); file skipped"
     ]  # was 364 problems
 
 
