@@ -363,3 +363,45 @@ def test_logs_in_object_storage_join_their_spans_and_orphans_are_named_by_url(
     assert con.execute("SELECT DISTINCT source_file FROM logs").fetchall() == [(f"s3://lake/{logs_key}",)]
     con.close()
     assert _stored(tmp_path / "s.duckdb")[0] == [("chat m", 1, [OUTPUT])]
+
+
+def test_log_records_go_to_the_same_collectors_logs_endpoint(tmp_path: Path) -> None:
+    """A real OTLP/HTTP receiver on loopback (protobuf decoded with opentelemetry-proto)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry._logs import LogRecord
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    got: list[tuple[str, str | None, bytes]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            got.append((self.path, self.headers.get("x-team-key"), body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces?tenant=t1"
+        handle = configure("bot", otlp_endpoint=url, headers={"x-team-key": "k-123"}, tracer_provider=TracerProvider())
+        with handle.provider.get_tracer("x").start_as_current_span("chat m"):
+            handle.logger_provider.get_logger("x").emit(
+                LogRecord(event_name="gen_ai.client.inference.operation.details", attributes={INPUT: "[]"})
+            )
+        handle.shutdown()
+    finally:
+        server.shutdown()
+        server.server_close()
+    logs = [(path, key, body) for path, key, body in got if path.startswith("/v1/logs")]
+    assert [(path, key) for path, key, _b in logs] == [("/v1/logs?tenant=t1", "k-123")]
+    request = ExportLogsServiceRequest.FromString(logs[0][2])
+    (record,) = request.resource_logs[0].scope_logs[0].log_records
+    assert record.event_name == "gen_ai.client.inference.operation.details" and len(record.span_id) == 8
