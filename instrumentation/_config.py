@@ -1,4 +1,4 @@
-"""``configure()``: where spans go, and which TracerProvider carries them.
+"""``configure()``: where spans and log records go, and which providers carry them.
 
 Fails loudly at setup (a wrong argument raises with what to do); from then
 on the decorators degrade quietly.
@@ -13,16 +13,19 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-from opentelemetry import trace
+from opentelemetry import _logs, trace
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor, ReadWriteLogRecord
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _guard, settings
 from . import schema as K
-from ._content import ContentFilter
-from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, TraceFileProcessor
+from ._content import ContentFilter, LogContentFilter
+from ._files import DEFAULT_MAX_BYTES, OTLPJsonFileExporter, OTLPJsonLogExporter, TraceFileProcessor
 from .redact import redact_url
 
 SCOPE_NAME = "citeline"
@@ -69,7 +72,12 @@ _settings = _Settings()
 
 @dataclass
 class Citeline:
-    """What ``configure()`` set up; flush or shut it down when the app exits."""
+    """What ``configure()`` set up; flush or shut it down when the app exits.
+
+    Hand ``provider`` and ``logger_provider`` to instrumentors
+    (``OpenAIInstrumentor().instrument(tracer_provider=handle.provider,
+    logger_provider=handle.logger_provider)``): spans and the log records they emit
+    (GenAI content as events) reach the same trace files and endpoint."""
 
     provider: Any
     trace_dir: Path | None
@@ -77,10 +85,15 @@ class Citeline:
     record_content: bool
     owns_provider: bool
     processors: list[SpanProcessor] = field(default_factory=list)
+    logger_provider: Any = None
+    """The LoggerProvider whose records citeline writes (None with ``record_logs=False``)."""
+    log_processors: list[LogRecordProcessor] = field(default_factory=list)
+    log_exporter: OTLPJsonLogExporter | None = field(default=None, repr=False)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Write out everything buffered so far."""
-        return all(p.force_flush(timeout_millis) for p in self.processors)
+        """Write out everything buffered so far: spans, then log records."""
+        spans = all(p.force_flush(timeout_millis) for p in self.processors)
+        return all(p.force_flush(timeout_millis) for p in self.log_processors) and spans
 
     def shutdown(self) -> None:
         """Flush and stop citeline's exporters, each within ``shutdown_timeout`` seconds.
@@ -88,12 +101,14 @@ class Citeline:
         A stuck OTLP endpoint cannot hold the app's exit: what is not sent by
         then is given up and said so in the log.
         """
-        for p in self.processors:
+        processors: list[Any] = [*self.processors, *self.log_processors]
+        for p in processors:
             try:
                 p.shutdown()
             except Exception as exc:  # noqa: BLE001 - shutdown must finish
                 _guard.report("shutting down an exporter", exc)
         self.processors = []
+        self.log_processors = []
         if _settings.handle is self:
             _settings.tracer = None
             _settings.handle = None
@@ -105,6 +120,11 @@ class Citeline:
             if isinstance(p, TraceFileProcessor):
                 return p.exporter.paths
         return []
+
+    @property
+    def log_files(self) -> list[Path]:
+        """The OTLP/JSON log files (``resourceLogs`` lines) written by this configuration, oldest first."""
+        return self.log_exporter.paths if self.log_exporter is not None else []
 
 
 class BoundedProcessor(SpanProcessor):
@@ -127,30 +147,55 @@ class BoundedProcessor(SpanProcessor):
     def on_end(self, span: Any) -> None:
         self.inner.on_end(span)
 
-    def _bounded(self, action: str, fn: Any, timeout: float) -> bool:
-        result: list[Any] = []
-        worker = threading.Thread(target=lambda: result.append(fn()), name=f"citeline-{action}", daemon=True)
-        worker.start()
-        worker.join(timeout)
-        if worker.is_alive():
-            _guard.log.warning(
-                "citeline: %s of the %s did not finish within %.1f s; giving up on what it still "
-                "holds so the app is not kept waiting (configure(shutdown_timeout=...) sets the bound)",
-                action,
-                self.what,
-                timeout,  # the bound, not the time measured: a loaded machine wakes up late
-            )
-            return False
-        return bool(result[0]) if result else True
+    def shutdown(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        _bounded(self.what, "shutdown", self.inner.shutdown, self.timeout)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return _bounded(self.what, "flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
+
+
+class BoundedLogProcessor(LogRecordProcessor):
+    """:class:`BoundedProcessor` for log records: shutdown and flush give up after ``timeout`` seconds."""
+
+    def __init__(self, inner: LogRecordProcessor, timeout: float, what: str) -> None:
+        self.inner = inner
+        self.timeout = timeout
+        self.what = what
+        self._done = False
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        if not self._done:
+            self.inner.on_emit(log_record)
 
     def shutdown(self) -> None:
         if self._done:
             return
         self._done = True
-        self._bounded("shutdown", self.inner.shutdown, self.timeout)
+        _bounded(self.what, "shutdown", self.inner.shutdown, self.timeout)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._bounded("flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
+        return _bounded(self.what, "flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
+
+
+def _bounded(what: str, action: str, fn: Any, timeout: float) -> bool:
+    """``fn()`` in a daemon thread, waited for at most ``timeout`` seconds (then given up, said so)."""
+    result: list[Any] = []
+    worker = threading.Thread(target=lambda: result.append(fn()), name=f"citeline-{action}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        _guard.log.warning(
+            "citeline: %s of the %s did not finish within %.1f s; giving up on what it still "
+            "holds so the app is not kept waiting (configure(shutdown_timeout=...) sets the bound)",
+            action,
+            what,
+            timeout,  # the bound, not the time measured: a loaded machine wakes up late
+        )
+        return False
+    return bool(result[0]) if result else True
 
 
 def _add_processor(provider: Any, processor: SpanProcessor) -> None:
@@ -175,6 +220,33 @@ def _env_endpoint() -> str | None:
     return None
 
 
+def _logs_endpoint(traces_endpoint: str) -> str | None:
+    """Where log records go when spans go to ``traces_endpoint``: the standard
+    ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``, else the same collector's ``/v1/logs`` (the traces URL's
+    ``/v1/traces`` path swapped, its query kept); None when neither applies."""
+    env = settings.OTLP_LOGS_ENDPOINT.get()
+    if env:
+        return env
+    parts = urlsplit(traces_endpoint)
+    if not parts.path.rstrip("/").endswith("/v1/traces"):
+        return None
+    path = parts.path.rstrip("/").removesuffix("/v1/traces") + "/v1/logs"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))
+
+
+def _logger_provider(given: Any, tracer_given: bool, provider: Any) -> tuple[Any, bool]:
+    """The LoggerProvider to write from, and whether configure() made it: the one given, else the
+    global SDK one (joined, as for spans), else a new one with the tracer provider's resource."""
+    if given is not None:
+        return given, False
+    if not tracer_given:
+        current = _logs.get_logger_provider()
+        if isinstance(current, LoggerProvider) or hasattr(current, "add_log_record_processor"):
+            return current, False
+    resource = getattr(provider, "resource", None)
+    return LoggerProvider(resource=resource if isinstance(resource, Resource) else Resource.create({})), True
+
+
 def _span_attribute_limit(provider: Any) -> int:
     limits = getattr(provider, "_span_limits", None)
     value = getattr(limits, "max_span_attributes", None)
@@ -192,8 +264,10 @@ def configure(
     max_file_bytes: int = DEFAULT_MAX_BYTES,
     export_timeout: float = 5.0,
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    record_logs: bool = True,
+    logger_provider: LoggerProvider | None = None,
 ) -> Citeline:
-    """Send citeline spans to trace files, an OTLP endpoint, or both.
+    """Send citeline spans, and the log records instrumentors emit, to trace files, an OTLP endpoint, or both.
 
     With neither ``trace_dir`` nor ``otlp_endpoint``, the standard
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``
@@ -201,6 +275,13 @@ def configure(
     ``TracerProvider`` already installed globally (``phoenix.otel.register``,
     OpenInference auto-instrumentation) is joined, not replaced; pass
     ``tracer_provider=`` to use a specific one without touching the global.
+
+    Log records (GenAI content captured as events, ``gen_ai.client.inference.operation.details``)
+    are part of the trace: ``handle.logger_provider`` writes them beside the spans (``<name>-logs-``
+    files in the same folder, ``/v1/logs`` of the same collector) under the same ``record_content``
+    rule. Hand it to instrumentors as ``logger_provider=``; a global SDK ``LoggerProvider`` is joined,
+    else the new one is installed globally (unless ``tracer_provider=`` was given).
+    ``record_logs=False`` sets none up.
     """
     if service_name is not None and not isinstance(service_name, str):
         raise TypeError("configure(service_name=...) must be a string such as 'policy-bot'")
@@ -215,6 +296,11 @@ def configure(
         raise ValueError("configure(max_file_bytes=...) must be a positive number of bytes")
     if not shutdown_timeout > 0:
         raise ValueError("configure(shutdown_timeout=...) must be a positive number of seconds, e.g. 5")
+    if logger_provider is not None and not hasattr(logger_provider, "add_log_record_processor"):
+        raise TypeError(
+            "configure(logger_provider=...) must be an OpenTelemetry SDK LoggerProvider "
+            "(opentelemetry.sdk._logs.LoggerProvider), the one the app's instrumentors are given"
+        )
     if trace_dir is None and otlp_endpoint is None:
         otlp_endpoint = _env_endpoint()
         if otlp_endpoint is None:
@@ -268,6 +354,17 @@ def configure(
         )
     if owns and tracer_provider is None:
         trace.set_tracer_provider(provider)
+    if record_logs:
+        _set_up_logs(
+            handle,
+            logger_provider,
+            tracer_provider is not None,
+            name,
+            max_file_bytes,
+            headers,
+            export_timeout,
+            shutdown_timeout,
+        )
     if not owns and service_name and tracer_provider is None:
         kept = getattr(getattr(provider, "resource", None), "attributes", {}).get("service.name")
         if kept != service_name:
@@ -285,6 +382,46 @@ def configure(
     _settings.service_name = service_name or settings.SERVICE_NAME.get()
     _settings.handle = handle
     return handle
+
+
+def _set_up_logs(
+    handle: Citeline,
+    given: LoggerProvider | None,
+    tracer_given: bool,
+    name: str,
+    max_file_bytes: int,
+    headers: dict[str, str] | None,
+    export_timeout: float,
+    shutdown_timeout: float,
+) -> None:
+    """A LoggerProvider beside the tracer provider, writing where the spans go, content as they do."""
+    logger_provider, owns = _logger_provider(given, tracer_given, handle.provider)
+    handle.logger_provider = logger_provider
+    if handle.trace_dir is not None:
+        exporter = OTLPJsonLogExporter(handle.trace_dir, prefix=name, max_bytes=max_file_bytes)
+        handle.log_exporter = exporter
+        batch = BatchLogRecordProcessor(exporter, schedule_delay_millis=500)
+        handle.log_processors.append(BoundedLogProcessor(batch, shutdown_timeout, "log file exporter"))
+    if handle.otlp_endpoint is not None:
+        endpoint = _logs_endpoint(handle.otlp_endpoint)
+        if endpoint is None:
+            _guard.log.warning(
+                "citeline: the OTLP traces endpoint %s does not end in /v1/traces, so its logs endpoint "
+                "is unknown: log records are not sent over OTLP (set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT)",
+                redact_url(handle.otlp_endpoint),
+            )
+        else:
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+            otlp = OTLPLogExporter(endpoint=endpoint, headers=headers, timeout=export_timeout)
+            batch = BatchLogRecordProcessor(otlp, max_queue_size=65536)
+            shown = f"OTLP log exporter to {redact_url(endpoint)}"
+            handle.log_processors.append(BoundedLogProcessor(batch, shutdown_timeout, shown))
+    for p in handle.log_processors:
+        # content off covers the records other instrumentors emit through citeline's exporters too
+        logger_provider.add_log_record_processor(p if handle.record_content else LogContentFilter(p))
+    if owns and not tracer_given:
+        _logs.set_logger_provider(logger_provider)
 
 
 def current_tracer() -> trace.Tracer | None:

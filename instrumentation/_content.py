@@ -6,21 +6,26 @@ request's question (gold cases are joined by it) and the answer (it is what the 
 reads). Everything else that is text someone wrote is reduced to its content hash and length:
 stage inputs (queries, prompts), structured-answer quotes, exception messages and stack
 traces' messages. Spans of other instrumentors (OpenInference, GenAI semantic conventions)
-that reach citeline's exporters lose their content attributes the same way
-(:class:`ContentFilter`); exporters the host app added itself are the app's own.
+that reach citeline's exporters lose their content attributes the same way, in span attributes, span
+events and log records' attributes and bodies (:class:`ContentFilter`, :class:`LogContentFilter`);
+exporters the host app added itself are the app's own. docs/security.md lists the keys.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 import traceback
 from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
+from . import _guard
 from . import schema as K
 
 
@@ -31,8 +36,13 @@ def withheld(text: str) -> str:
 
 
 def is_content_key(key: str) -> bool:
-    """Does an attribute of this key hold content (``schema.CONTENT_*``)?"""
-    return key in K.CONTENT_KEYS or key.startswith(K.CONTENT_PREFIXES) or key.endswith(K.CONTENT_SUFFIXES)
+    """Does an attribute of this key hold content (``schema.CONTENT_*``)? Ids, roles and scores never
+    do, also under a content prefix (``gen_ai.completion.0.tool_calls.0.id``)."""
+    if key in K.CONTENT_KEYS:
+        return True
+    if key.endswith(K.CONTENT_ID_SUFFIXES):
+        return False
+    return key.startswith(K.CONTENT_PREFIXES) or key.endswith(K.CONTENT_SUFFIXES)
 
 
 def record_error(span: Any, exc: BaseException, content: bool) -> None:
@@ -61,13 +71,51 @@ def error_text(err: BaseException, content: bool) -> str:
     return f"{type(err).__name__}: {err}" if content else f"{type(err).__name__}: {withheld(str(err))}"
 
 
+def _as_text(value: Any) -> str:
+    """A structured value (a log record's nested attribute) as the text it would be written as."""
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+
+
+def scrub_value(value: Any) -> Any:
+    """A structured value (a log record's body, a message, a retrieval document) without its content:
+    each content field (``_keys.CONTENT_FIELDS`` or a content key) becomes :func:`withheld`, ids,
+    roles, scores and metadata stay."""
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = str(k)
+            if name == K.GENAI_RETRIEVAL_DOCUMENTS:
+                out[name] = _documents(v)
+            elif name in K.CONTENT_FIELDS or is_content_key(name):
+                out[name] = withheld(_as_text(v))
+            else:
+                out[name] = scrub_value(v)
+        return out
+    if isinstance(value, list | tuple):
+        return [scrub_value(v) for v in value]
+    return value
+
+
+def _documents(value: Any) -> Any:
+    """``gen_ai.retrieval.documents`` without the documents' content: ids and scores join gold."""
+    if not isinstance(value, str):
+        return scrub_value(value)
+    try:
+        docs = json.loads(value)
+    except ValueError:
+        return withheld(value)
+    return json.dumps(scrub_value(docs), ensure_ascii=False)
+
+
 def _scrub(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in (attrs or {}).items():
-        if not is_content_key(key):
+        if key == K.GENAI_RETRIEVAL_DOCUMENTS:
+            out[key] = _documents(value)
+        elif not is_content_key(key):
             out[key] = value
-        elif isinstance(value, str) and key != "exception.stacktrace":
-            out[key] = withheld(value)
+        elif key != "exception.stacktrace" and value is not None:
+            out[key] = withheld(_as_text(value))
     return out
 
 
@@ -109,6 +157,45 @@ class ContentFilter(SpanProcessor):
             instrumentation_scope=span.instrumentation_scope,
         )
         self.inner.on_end(clean)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class LogContentFilter(LogRecordProcessor):
+    """Hands citeline's log exporter each log record without its content: attributes as on a span,
+    the body with :func:`scrub_value` (a plain string body is withheld whole). The record the other
+    processors see is left as it is: the filter hands on a copy."""
+
+    def __init__(self, inner: LogRecordProcessor) -> None:
+        self.inner = inner
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        try:
+            clean = self._clean(log_record)
+        except Exception as exc:  # noqa: BLE001 - a record that cannot be cleaned is not written, the app goes on
+            _guard.report("withholding a log record's content", exc)
+            return
+        self.inner.on_emit(clean)
+
+    @staticmethod
+    def _clean(log_record: ReadWriteLogRecord) -> ReadWriteLogRecord:
+        rec = log_record.log_record
+        body = rec.body
+        clean = copy.copy(rec)  # the other processors keep the record as it was emitted
+        clean.body = withheld(body) if isinstance(body, str) else scrub_value(body)
+        clean.attributes = _scrub(rec.attributes)
+        if getattr(clean, "exception", None) is not None:
+            clean.exception = None  # its message is content; the attributes carry its type
+        return ReadWriteLogRecord(
+            clean,
+            resource=log_record.resource,
+            instrumentation_scope=log_record.instrumentation_scope,
+            limits=log_record.limits,
+        )
 
     def shutdown(self) -> None:
         self.inner.shutdown()

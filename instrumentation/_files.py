@@ -6,6 +6,10 @@ installs: ``on_end`` only appends to a list, a worker thread groups spans by
 trace, waits for the trace's local root to end (or ``max_wait`` seconds) and
 writes each trace as one line. Lines are written whole and flushed, so a
 reader sees complete lines while the file grows; files rotate by size.
+
+:class:`OTLPJsonLogExporter` writes log records the same way, one
+``resourceLogs`` line per batch, into files of their own (``<prefix>-logs-...``)
+in the same folder: the analyzer reads both from there and joins them by ids.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import _guard
-from .otlp_json import encode_line
+from .otlp_json import encode_line, encode_logs_line
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_QUEUE = 1_000_000
@@ -306,3 +312,65 @@ class TraceFileProcessor(SpanProcessor):
             self._cond.notify_all()
         self._thread.join(timeout=30)
         self.exporter.shutdown()
+
+
+class OTLPJsonLogExporter(LogRecordExporter):
+    """Writes log records as OTLP/JSON lines (``resourceLogs``), one line per batch, beside the trace
+    files (same folder, ``<prefix>-logs-`` files rotated by size)."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str = "citeline",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix) + "-logs", max_bytes)
+        self._lock = threading.Lock()
+        self._closed = False
+        self.lost_records = 0
+        """Log records lost to failed writes in the current failure episode (0 while writing works)."""
+
+    @property
+    def paths(self) -> list[Path]:
+        """Files written so far, oldest first."""
+        return list(self._writer.paths)
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        if not batch:
+            return LogRecordExportResult.SUCCESS
+        try:
+            line = encode_logs_line(batch)
+        except Exception as exc:  # noqa: BLE001 - a record that cannot be encoded must not stop the app
+            _guard.warn_once(
+                f"encode-logs:{type(exc).__name__}",
+                f"citeline: log records could not be encoded and were left out: {exc!r}",
+            )
+            return LogRecordExportResult.FAILURE
+        with self._lock:
+            if self._closed:
+                return LogRecordExportResult.SUCCESS
+            try:
+                self._writer.write_lines([line])
+            except OSError as exc:
+                if not self.lost_records:
+                    _guard.log.warning(
+                        "citeline: writing log files under %s failed (%s); log records are lost until writing "
+                        "works again, which will be logged",
+                        self._writer.directory,
+                        exc,
+                    )
+                self.lost_records += len(batch)
+                return LogRecordExportResult.FAILURE
+            if self.lost_records:
+                _guard.log.warning("citeline: writing log files works again; %d record(s) were lost", self.lost_records)
+                self.lost_records = 0
+        return LogRecordExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._writer.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True

@@ -1,8 +1,8 @@
-"""Encode finished spans as OTLP/JSON (the protobuf JSON mapping).
+"""Encode finished spans and log records as OTLP/JSON (the protobuf JSON mapping).
 
-One call produces one ``ExportTraceServiceRequest`` object, the same shape
-the OpenTelemetry Collector's file exporter writes one per line: ids as hex,
-64-bit integers as strings, enums as numbers.
+One call produces one ``ExportTraceServiceRequest`` (or ``ExportLogsServiceRequest``) object, the
+same shape the OpenTelemetry Collector's file exporter writes one per line: ids as hex, 64-bit
+integers as strings, enums as numbers.
 
 A supported, public module of ``citeline.instrumentation``: it is the trace file format of
 ``docs/trace-schema.md`` ("File format"), written by the file exporter and by the analyzer
@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk.trace import ReadableSpan
 
 try:  # orjson is a declared dependency; the fallback keeps a broken install alive
@@ -66,6 +67,8 @@ def any_value(v: Any) -> dict[str, Any]:
         return {"doubleValue": _double(float(v))}
     if isinstance(v, bytes):
         return {"bytesValue": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, Mapping):  # a log record's body or attribute may nest (spans' never do)
+        return {"kvlistValue": {"values": [{"key": str(k), "value": any_value(x)} for k, x in v.items()]}}
     if isinstance(v, Sequence):
         return {"arrayValue": {"values": [any_value(x) for x in v]}}
     return {"stringValue": str(v)}
@@ -189,6 +192,60 @@ def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
     upstream) is repaired rather than costing the trace (see ``_valid_text``).
     """
     request = encode_request(spans)
+    try:
+        return dumps(request) + b"\n"
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return dumps(_valid_text(request)) + b"\n"
+
+
+def _log_record(r: ReadableLogRecord) -> dict[str, Any]:
+    rec = r.log_record
+    out: dict[str, Any] = {"attributes": key_values(rec.attributes)}
+    if rec.timestamp:  # an event often has only the time it was observed
+        out["timeUnixNano"] = str(rec.timestamp)
+    if rec.observed_timestamp:
+        out["observedTimeUnixNano"] = str(rec.observed_timestamp)
+    if rec.severity_number is not None:
+        out["severityNumber"] = rec.severity_number.value
+    if rec.severity_text:
+        out["severityText"] = rec.severity_text
+    if rec.body is not None:
+        out["body"] = any_value(rec.body)
+    if r.dropped_attributes:
+        out["droppedAttributesCount"] = r.dropped_attributes
+    if rec.trace_flags is not None:
+        out["flags"] = int(rec.trace_flags)
+    if rec.trace_id:  # a record emitted outside any span carries no ids (written as absent, not zeros)
+        out["traceId"] = f"{rec.trace_id:032x}"
+    if rec.span_id:
+        out["spanId"] = f"{rec.span_id:016x}"
+    if rec.event_name:
+        out["eventName"] = rec.event_name
+    return out
+
+
+def encode_logs_line(records: Sequence[ReadableLogRecord]) -> bytes:
+    """One newline-terminated OTLP/JSON ``ExportLogsServiceRequest`` line (``resourceLogs``), grouped
+    by resource and scope as the Collector's file exporter writes logs."""
+    by_resource: dict[int, tuple[Any, dict[tuple[str, str], list[dict[str, Any]]]]] = {}
+    for r in records:
+        res = r.resource
+        entry = by_resource.setdefault(id(res), (res, {}))
+        scope = r.instrumentation_scope
+        key = (scope.name, scope.version or "") if scope is not None else ("", "")
+        entry[1].setdefault(key, []).append(_log_record(r))
+    request = {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": _resource_attributes(res)},
+                "scopeLogs": [
+                    {"scope": {"name": name, "version": version}, "logRecords": encoded}
+                    for (name, version), encoded in scopes.items()
+                ],
+            }
+            for res, scopes in by_resource.values()
+        ]
+    }
     try:
         return dumps(request) + b"\n"
     except (TypeError, ValueError, UnicodeEncodeError):

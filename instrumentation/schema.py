@@ -264,6 +264,9 @@ CONTENT_KEYS: Final = frozenset(
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "db.statement",
+        "db.query.result.document",
+        "traceloop.entity.input",
+        "traceloop.entity.output",
         "db.query.text",
         "exception.message",
         "exception.stacktrace",
@@ -281,6 +284,35 @@ CONTENT_PREFIXES: Final = (
 """Key prefixes under which everything is content (flattened messages, embedded texts and vectors)."""
 CONTENT_SUFFIXES: Final = (".document.content", ".message.content", ".message_content.text", ".function.arguments")
 """Key endings that are content wherever they occur (a retrieved document's text, a message's)."""
+CONTENT_ID_SUFFIXES: Final = (".id", "_id", ".role", ".finish_reason", ".score", ".distance")
+"""Key endings never content, also under a content prefix: ids (a tool call's, a document's), roles,
+finish reasons and scores stay with content off (``gen_ai.completion.0.tool_calls.0.id``)."""
+GENAI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+"""A GenAI retrieval span's documents, JSON ``[{"id", "score", "content", ...}]`` (content when captured):
+with content off each document keeps all but its content."""
+CONTENT_FIELDS: Final = frozenset({"content", "arguments", "result", "response", "text"})
+"""Fields of a structured value (a GenAI message part, a log record's body, a retrieval document)
+that hold content."""
+GENAI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+"""GenAI conventions: the messages the model was given, JSON ``[{"role", "parts": [{"type": "text",
+"content"}, ...]}]`` on a span, the structured value on a log record."""
+GENAI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""GenAI conventions: the messages the model answered, same shape (tool calls as ``{"type":
+"tool_call", "arguments"}``)."""
+GENAI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+"""GenAI conventions: the system instructions, JSON ``[{"type": "text", "content"}]``."""
+GENAI_LOG_CONTENT_KEYS: Final = (GENAI_INPUT_MESSAGES, GENAI_OUTPUT_MESSAGES, GENAI_SYSTEM_INSTRUCTIONS)
+"""The content a GenAI log record carries for its span (ingest adds it to the span's attributes)."""
+GENAI_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+"""Log record event name: one inference's content (messages, system instructions) for its span."""
+GENAI_CHOICE_EVENT: Final = "gen_ai.choice"
+"""Older per-message log event: one output choice (body ``{index, finish_reason, message}``)."""
+GENAI_MESSAGE_EVENT_PREFIX: Final = "gen_ai."
+"""Older per-message log events start so: ``gen_ai.{system,user,assistant,tool}.message``."""
+GENAI_MESSAGE_EVENT_SUFFIX: Final = ".message"
+"""... and end so (body ``{content, ...}``)."""
+EVENT_NAME: Final = "event.name"
+"""Log record attribute naming the event, as SDKs wrote it before ``eventName`` became a field."""
 
 # --- user feedback on an answer (a span event; issue #22) --------------------------------
 CL_FEEDBACK_EVENT: Final = "citeline.feedback"
@@ -297,15 +329,6 @@ CL_FEEDBACK_CHUNK: Final = "citeline.feedback.chunk_id"
 GENAI_OPERATION: Final = "gen_ai.operation.name"
 """What a GenAI span did: chat, text_completion, generate_content (an inference: the generation) or
 retrieval."""
-GENAI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
-"""The system instructions an inference was given, as message parts (JSON text on a span; the
-structured value on a log record)."""
-GENAI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
-"""The messages an inference was given: [{"role", "parts": [{"type": "text", "content"}, ...]}]."""
-GENAI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-"""The messages an inference answered, in the same shape (tool calls as {"type": "tool_call", "arguments"})."""
-GENAI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
-"""A GenAI retrieval span's documents (JSON: id, score, content when captured)."""
 DB_QUERY_RESULT_EVENT: Final = "db.query.result"
 """OpenLLMetry's vector-store span event, one per hit: db.query.result.id, .document, .distance, .metadata."""
 

@@ -114,8 +114,9 @@ PHOENIX_API_KEY: Final = Variable(
 )
 OTLP_LOGS_ENDPOINT: Final = Variable(
     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
-    "citeline export",
-    "the OTLP/HTTP logs URL evaluation events go to when --otlp names none",
+    "configure(), citeline export",
+    "the OTLP/HTTP logs URL: configure()'s log records go there (else the traces collector's /v1/logs), "
+    "and citeline export's evaluation events when --otlp names none",
     None,
 )
 OTLP_HEADERS: Final = Variable(

@@ -21,6 +21,9 @@
 --   answer before the spans are stored); retrieval (gen_ai.retrieval.documents) or a span with
 --   db.query.result events (OpenLLMetry's vector stores) -> retrieval, whose documents are read
 --   like OpenInference's (id, content, metadata).
+--   A span's GenAI content captured as log records (the `logs` table, analyzer/sources/logs.py) is
+--   added to its attributes here, only the keys the span lacks, so it decodes as if the content had
+--   been captured on the span (log_records, log_keys say what joined).
 --   store_spans.sql then stores each span once (however often its line was read) and
 --   records which traces each file holds (file_traces).
 -- Grain: one row per span per line read (a line read twice gives its spans twice). The genai_*
@@ -55,12 +58,42 @@ scope_spans AS (
 raw_spans AS (
     SELECT filename, line_hash, line_bytes, traced_context, service, unnest(ss.spans) AS s FROM scope_spans
 ),
+log_entries AS (  -- GenAI content log records, one row per attribute each carries for its span
+    SELECT trace_id, span_id, kind, time_ns, line_hash AS l_hash, seq, unnest(content) AS kv
+    FROM logs WHERE trace_id IS NOT NULL AND span_id IS NOT NULL
+),
+log_values AS (   -- one value per (span, key): a details record's (the first), else the messages in time order
+    SELECT trace_id, span_id, kv.key AS key,
+           coalesce(arg_min(kv.value, (time_ns, l_hash, seq)) FILTER (WHERE kind = 'details'),
+                    '{"stringValue":' || to_json('[' || string_agg(kv.value, ',' ORDER BY time_ns, l_hash, seq)
+                                                            FILTER (WHERE kind <> 'details') || ']') || '}') AS value
+    FROM log_entries GROUP BY ALL
+),
+log_content AS (
+    SELECT v.trace_id, v.span_id, n.records,
+           list({'key': v.key, 'value': v.value::JSON} ORDER BY v.key) AS attrs
+    FROM log_values AS v
+    JOIN (SELECT trace_id, span_id, count(*)::INTEGER AS records FROM logs GROUP BY ALL) AS n USING (trace_id, span_id)
+    GROUP BY ALL
+),
+with_logs AS (    -- each span with the log content it lacks appended to its attributes
+    SELECT r.* EXCLUDE (s),
+           CASE WHEN c.attrs IS NULL THEN r.s ELSE struct_update(r.s, attributes := list_concat(r.s.attributes,
+               list_filter(c.attrs, lambda a: NOT coalesce(list_contains(list_transform(r.s.attributes, lambda x: x.key), a.key), false))))
+           END AS s,
+           c.records AS log_records,
+           CASE WHEN c.attrs IS NOT NULL THEN list_transform(list_filter(c.attrs,
+               lambda a: NOT coalesce(list_contains(list_transform(r.s.attributes, lambda x: x.key), a.key), false)), lambda a: a.key)
+           END AS log_keys
+    FROM raw_spans AS r
+    LEFT JOIN log_content AS c ON c.trace_id = lower(r.s.traceId) AND c.span_id = lower(r.s.spanId)
+),
 keyed AS (       -- attribute keys and values as two parallel lists; the stage first
-    SELECT filename, line_hash, line_bytes, traced_context, service, s,
+    SELECT filename, line_hash, line_bytes, traced_context, service, s, log_records, log_keys,
            list_transform(s.attributes, lambda x: x.key) AS k,
            list_transform(s.attributes, lambda x: x.value) AS v,
            otlp_string(otlp_value(k, v, 'citeline.stage')) AS k_stage
-    FROM raw_spans
+    FROM with_logs
     WHERE s.traceId IS NOT NULL AND s.spanId IS NOT NULL
 ),
 picked AS (
@@ -221,6 +254,8 @@ picked AS (
             otlp_string(otlp_value(k, v, 'gen_ai.completion.0.tool_calls.0.arguments')),
             otlp_string(otlp_value(k, v, 'gen_ai.completion.0.function_call.arguments')))
         END AS genai_flat_answer,
+        log_records,
+        log_keys,
         filename AS source_file,
         line_hash,
         line_bytes
@@ -263,5 +298,5 @@ SELECT
     res_marker, res_chunk_id, res_version, res_uri,
     ren_label, ren_uri, ren_chunk_id, ren_title, ren_preview, acl_group, acl_count, chunk_uri, chunk_title,
     adapter_error, feedback_text, feedback_claim, feedback_chunk, source_file, line_hash, line_bytes,
-    genai_kind, genai_system, genai_input, genai_output
+    genai_kind, genai_system, genai_input, genai_output, log_records, log_keys
 FROM staged;

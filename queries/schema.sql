@@ -117,6 +117,29 @@ ALTER TABLE spans ADD COLUMN IF NOT EXISTS acl_count BIGINT[];
 -- retrieval spans: each chunk's uri and title (an answer's URLs, locators and titles are checked against them)
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_uri VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_title VARCHAR[];
+-- spans whose GenAI content came as log records (analyzer/sources/logs.py): how many content records
+-- joined the span when it was decoded, and the attribute keys they added (NULL: none joined)
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS log_records INTEGER;
+ALTER TABLE spans ADD COLUMN IF NOT EXISTS log_keys VARCHAR[];
+
+-- one row per GenAI content log record read (gen_ai.client.inference.operation.details, or the older
+-- per-message gen_ai.*.message / gen_ai.choice events): what ingest_spans.sql adds to the attributes
+-- of the span it names. kind: 'details' (content holds whole attributes), 'input' / 'output' (content
+-- holds one message of gen_ai.input.messages / gen_ai.output.messages, in time order). Values are
+-- OTLP AnyValue JSON exactly as a span attribute carries them. A record is stored once, however
+-- often its line is read (line_hash, line_bytes, seq: its place in the line).
+CREATE TABLE IF NOT EXISTS logs (
+    trace_id VARCHAR,
+    span_id VARCHAR,
+    event_name VARCHAR,
+    kind VARCHAR,
+    time_ns BIGINT,
+    seq INTEGER,
+    content STRUCT("key" VARCHAR, "value" VARCHAR)[],
+    source_file VARCHAR,
+    line_hash UBIGINT,
+    line_bytes BIGINT
+);
 
 -- one row per trace file read, with what was skipped
 CREATE TABLE IF NOT EXISTS ingested_files (

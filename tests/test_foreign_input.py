@@ -53,7 +53,8 @@ def test_analyze_output_saved_in_the_trace_folder_is_named_once(
     assert result.summary == summary
     assert result.problems() == [
         f"{mine / 'a.json'}:-: -: not a trace file: none of its first lines is an OTLP "
-        "ExportTraceServiceRequest (resourceSpans); file skipped"
+        "ExportTraceServiceRequest (resourceSpans) "
+        "or ExportLogsServiceRequest (resourceLogs); file skipped"
     ]  # was 364 problems
 
 

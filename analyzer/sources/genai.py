@@ -170,8 +170,33 @@ def decode(con: duckdb.DuckDBPyConnection) -> None:
     steps.run(con, "apply_genai")
 
 
+_UNREAD = "t_genai_unread"
+
+
+def start(con: duckdb.DuckDBPyConnection) -> None:
+    """An ingest's list of GenAI inference spans no decoder could read so far (its batches add to it)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_UNREAD} "
+        "(source_file VARCHAR, trace_id VARCHAR, span_id VARCHAR, adapter_error VARCHAR)"
+    )
+
+
+def note(con: duckdb.DuckDBPyConnection) -> None:
+    """The batch's GenAI inference spans that give no answer, kept until the ingest ends: a log record read
+    later may still bring their content (the span is then decoded again, and no longer listed)."""
+    con.execute(
+        f"INSERT INTO {_UNREAD} SELECT source_file, trace_id, span_id, adapter_error FROM t_batch "
+        "WHERE genai_kind = 'inference' AND answer IS NULL AND adapter_error IS NOT NULL"
+    )
+
+
 def problems(con: duckdb.DuckDBPyConnection) -> list[Problem]:
-    """The batch's GenAI inference spans no decoder could read, one entry per file and reason."""
+    """The ingest's GenAI inference spans no decoder could read, as stored at its end (a span decoded again
+    with its log records' content is not one), one entry per file and reason; the list is then dropped."""
+    con.execute(
+        f"DELETE FROM {_UNREAD} AS u USING spans AS s "
+        "WHERE s.trace_id = u.trace_id AND s.span_id = u.span_id AND s.answer IS NOT NULL"
+    )
     out = []
     for source, trace_id, span_id, n, error in con.execute(sql("genai_problems")).fetchall():
         more = f" and {n - 1} more" if n > 1 else ""
@@ -184,7 +209,8 @@ def problems(con: duckdb.DuckDBPyConnection) -> list[Problem]:
                 skipped=False,
             )
         )
+    con.execute(f"DROP TABLE {_UNREAD}")
     return out
 
 
-__all__ = ["CAPTURE", "Read", "decode", "plain", "problems", "read"]
+__all__ = ["CAPTURE", "Read", "decode", "note", "plain", "problems", "read", "start"]

@@ -27,6 +27,7 @@ from citeline.analyzer import streaming as _streaming
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import genai
 from citeline.analyzer.sources import lake as _lake
+from citeline.analyzer.sources import logs as _logs
 from citeline.analyzer.store import SCHEMA_VERSIONS, run
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
 from citeline.instrumentation.schema import CL_ADAPTER_ERROR
@@ -51,6 +52,8 @@ class IngestReport:
     bytes: int = 0
     spans_added: int = 0
     skipped: int = 0
+    log_records: int = 0  # OTLP log records read (resourceLogs lines); of them, GenAI content for a span:
+    log_content: int = 0
     problems: list[Problem] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)  # every trace file the run covers, read now or before
 
@@ -100,7 +103,7 @@ def not_trace_file(path: Path) -> str | None:
 
 _SNIFF_LINES = 64  # lines looked at before a file is called someone else's
 _SNIFF_BUDGET = 64 * 1024 * 1024  # bytes read at most to find them (a few huge lines)
-_MARK = b'"resourceSpans"'
+_MARKS = (b'"resourceSpans"', b'"resourceLogs"')  # what starts an OTLP trace or logs request
 
 
 def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
@@ -108,7 +111,7 @@ def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
     head = f.read(_SNIFF_BYTES).removeprefix(_BOM)
     if not head.strip():
         return None  # empty or blank: nothing to read, nothing wrong
-    if _MARK in head:
+    if any(mark in head for mark in _MARKS):
         return None  # the common case: a trace line at the start
     lines, read, start, window = 0, len(head), b"", head
     # past the first 64 KiB: each line's own first 64 KiB, line after line
@@ -117,7 +120,7 @@ def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
         if end < 0:
             if len(start) < _SNIFF_BYTES:
                 start += window[: _SNIFF_BYTES - len(start)]
-                if _MARK in start:
+                if any(mark in start for mark in _MARKS):
                     return None
             window = f.read(1024 * 1024)
             read += len(window)
@@ -125,11 +128,14 @@ def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
                 break
             continue
         start += window[: max(0, min(end, _SNIFF_BYTES - len(start)))]
-        if _MARK in start:
+        if any(mark in start for mark in _MARKS):
             return None
         lines += 1
         start, window = b"", window[end + 1 :]
-    return "not a trace file: none of its first lines is an OTLP ExportTraceServiceRequest (resourceSpans)"
+    return (
+        "not a trace file: none of its first lines is an OTLP ExportTraceServiceRequest (resourceSpans) "
+        "or ExportLogsServiceRequest (resourceLogs)"
+    )
 
 
 def _broken_gzip(path: Path) -> str | None:
@@ -182,7 +188,9 @@ def _diagnose(
             kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or _not_utf8(line) else "invalid JSON"
             problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
             continue
-        if (not isinstance(doc, dict) or "resourceSpans" not in doc) and not was_read(line):
+        if (not isinstance(doc, dict) or ("resourceSpans" not in doc and "resourceLogs" not in doc)) and not was_read(
+            line
+        ):
             problems.append(
                 Problem(
                     str(path),
@@ -249,10 +257,18 @@ def _read_lines(
     file down the slow path that reads it line by line and names what it finds.
     """
     assert table in _LINE_TABLES  # an identifier from this module, never user input
+    # what the batch read also counts the lines of log records read from the file in this ingest
+    logs = (
+        " UNION ALL SELECT DISTINCT source_file, line_hash, line_bytes, 0 FROM t_log_lines AS g"
+        " WHERE list_contains($files, source_file) AND NOT EXISTS (SELECT 1 FROM t_batch AS b"
+        " WHERE b.source_file = g.source_file AND b.line_hash = g.line_hash AND b.line_bytes = g.line_bytes)"
+        if table == "t_batch"
+        else ""
+    )
     rows = con.execute(
         "SELECT source_file, sum(spans), count(*), sum(line_bytes + 1) FROM "
         f"(SELECT source_file, line_hash, line_bytes, count(*) AS spans FROM {table} "
-        " WHERE list_contains($files, source_file) GROUP BY ALL) "
+        f" WHERE list_contains($files, source_file) GROUP BY ALL{logs}) "
         "GROUP BY source_file",
         {"files": files},
     ).fetchall()
@@ -364,6 +380,12 @@ def _ingest_files(
     total = sum(sizes[f] for f in todo)
     done = 0
     seen_paths = {path for path, _size in known}
+    # log records first, so each span decodes with the content they carry for it (sources/logs.py)
+    _logs.start(con)
+    genai.start(con)
+    logs_read = {f for f in todo if _logs.has_logs(_head(f))}
+    for planned in _batches(sorted(logs_read), sizes):
+        _count_logs(report, _logs.read(con, [duckdb_path(str(f)) for f in planned], MAX_LINE_BYTES))
     for planned in _batches(todo, sizes):
         batch = list(planned)
         names = [str(f) for f in batch]
@@ -396,7 +418,7 @@ def _ingest_files(
         read = _read_lines(con, names, "t_batch")
         stored = _read_lines(con, names)
         for f in batch:
-            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, unpacked.get(f))
+            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, unpacked.get(f), logs_read)
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
                 [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
@@ -406,11 +428,14 @@ def _ingest_files(
             report.files += 1
         span_problems = _span_problems(con, names)
         report.problems.extend(span_problems)
-        report.problems.extend(genai.problems(con))  # LLM spans whose content was not captured: named, read
         # an unreadable stage is named, not skipped: its span stays and its claims are not_evaluable
         report.skipped += sum(1 for p in span_problems if p.field != CL_ADAPTER_ERROR)
         if progress:
             progress(done, total)
+    if report.log_content:
+        _rejoin_late_logs(con, report)
+        report.problems.extend(_logs.orphans(con, report.paths))
+    report.problems.extend(genai.problems(con))
     con.execute("DROP TABLE IF EXISTS t_batch")
     if spool is not None:
         _by_url(con, report, spool)
@@ -435,9 +460,64 @@ def _by_url(con: duckdb.DuckDBPyConnection, report: IngestReport, spool: _lake.S
         return
     con.execute("CREATE OR REPLACE TEMP TABLE t_spooled (local VARCHAR, url VARCHAR)")
     con.executemany("INSERT INTO t_spooled VALUES (?, ?)", list(spool.url_of.items()))
-    for table, column in (("spans", "source_file"), ("file_traces", "source_file"), ("ingested_files", "path")):
+    for table, column in (
+        ("spans", "source_file"),
+        ("file_traces", "source_file"),
+        ("ingested_files", "path"),
+        ("logs", "source_file"),
+    ):
         con.execute(f"UPDATE {table} SET {column} = s.url FROM t_spooled AS s WHERE {table}.{column} = s.local")
     con.execute("DROP TABLE t_spooled")
+
+
+def _head(path: Path) -> bytes:
+    """The first 64 KiB of a file (decompressed), b'' when it cannot be read."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:
+                return f.read(_SNIFF_BYTES)
+        with open(path, "rb") as f:
+            return f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return b""
+
+
+def _count_logs(report: IngestReport, found: _logs.LogsRead) -> None:
+    report.log_records += found.records
+    report.log_content += found.content
+
+
+def _rejoin_late_logs(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
+    """Spans stored before the log records with their content were read (a later batch, a log line past a
+    file's first 64 KiB, a file that grew, an earlier ingest) are decoded again from their files, now with
+    it. A span whose file cannot be read again is named."""
+    stale = _logs.stale_spans(con)
+    if not stale:
+        return
+    files = sorted({source for source, _t, _s in stale})
+    readable = [f for f in files if Path(f).is_file()]
+    for source, trace_id, span_id in stale:
+        if source not in readable:
+            report.problems.append(
+                Problem(
+                    source,
+                    f"trace {trace_id} span {span_id}",
+                    "logRecords",
+                    "log records with this span's content were read after the span was stored, and its file cannot "
+                    "be read again: the span is kept without that content (ingest the logs with their spans)",
+                    skipped=False,
+                )
+            )
+    redo = [(s, t, i) for s, t, i in stale if s in readable]
+    if not redo:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE t_stale (source_file VARCHAR, trace_id VARCHAR, span_id VARCHAR)")
+    con.executemany("INSERT INTO t_stale VALUES (?, ?, ?)", redo)
+    con.execute("DELETE FROM spans AS s USING t_stale AS t WHERE s.trace_id = t.trace_id AND s.span_id = t.span_id")
+    con.execute("DROP TABLE t_stale")
+    for f in readable:
+        shape = measure(Path(f), MAX_LINE_BYTES)
+        _read_batch(con, [duckdb_path(f)], max(LINE_BYTES, shape.longest_readable + 1))
 
 
 def _one_by_one(con: duckdb.DuckDBPyConnection, batch: list[Path], exc: Exception, report: IngestReport) -> list[Path]:
@@ -474,6 +554,7 @@ def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int)
     """
     run(con, "ingest_spans", {"files": [duckdb_path(f) for f in files], "max_line": max_line})
     genai.decode(con)  # GenAI inference spans' messages into prompt and answer (none: one cheap scan)
+    genai.note(con)  # those whose content was not captured: named once the ingest ends (genai.problems)
     run(con, "file_traces")
     repeats = con.execute(_REPEATS).fetchall()[0][0]
     if repeats:
@@ -491,6 +572,7 @@ def _settle(
     before: dict[str, tuple[int, int, int]],
     report: IngestReport,
     unpacked: int | None,
+    logs_read: set[Path],
 ) -> tuple[int, int, int]:
     """After a batch: was ``f`` read whole? If not, read its long lines or name its bad ones.
 
@@ -505,6 +587,12 @@ def _settle(
     ends = _ends(f)
     if _whole(size if unpacked is None else unpacked, lines, covered, ends):
         return lines, spans - earlier, 0
+    if f not in logs_read:  # log lines past the first 64 KiB: read them now (their spans are rejoined at the end)
+        logs_read.add(f)
+        _count_logs(report, _logs.read(con, [duckdb_path(str(f))], MAX_LINE_BYTES))
+        _spans, lines, covered = _read_lines(con, [str(f)], "t_batch").get(str(f), (0, 0, 0))
+        if _whole(size if unpacked is None else unpacked, lines, covered, ends):
+            return lines, spans - earlier, 0
     shape = measure(f, MAX_LINE_BYTES)  # the slow path: the longest line, streamed
     long_why = None
     if shape.longest_readable > LINE_BYTES:  # long lines: this file again, alone
@@ -522,7 +610,8 @@ def _settle(
         (int(h), int(b))
         for h, b in con.execute(
             "SELECT DISTINCT line_hash, line_bytes FROM spans WHERE source_file = $f "
-            "UNION SELECT DISTINCT line_hash, line_bytes FROM t_batch WHERE source_file = $f",
+            "UNION SELECT DISTINCT line_hash, line_bytes FROM t_batch WHERE source_file = $f "
+            "UNION SELECT DISTINCT line_hash, line_bytes FROM t_log_lines WHERE source_file = $f",
             {"f": str(f)},
         ).fetchall()
     }
