@@ -1,9 +1,10 @@
 """One run, two engines: what a run is (``RunOptions``) is declared once and reaches both engines whole.
 
 An option added to ``RunOptions`` must need nothing else to reach the single run, the partitioned
-driver and its workers. These tests fail when an option is threaded through one engine only: a
-parameter of its own on one engine, a field the single run never reads, or a field the driver does
-not pass on to its workers.
+driver and its workers, and the CLI must hand either engine the one value it built. These tests fail
+when an option is threaded through one engine only: a parameter of its own on one engine, a field the
+single run never reads, a field the driver does not pass on to its workers, or a setting the CLI hands
+one engine on the side.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import pytest
 
 from citeline.analyzer import RunOptions as PublicRunOptions
 from citeline.analyzer.claims.policy import PolicyError
+from citeline.analyzer.cli.main import main
 from citeline.analyzer.judges import Judge
 from citeline.analyzer.run import analyze as _analyze
-from citeline.analyzer.run.analyze import Setup, analyze, load_evidence
+from citeline.analyzer.run.analyze import InputError, Setup, analyze, load_evidence
 from citeline.analyzer.run.joining import Tallies
 from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.run.result import Tally
@@ -163,6 +165,37 @@ def test_a_partitioned_runs_workers_get_the_drivers_options(tmp_path: Path) -> N
     assert worker.gold == setup.evidence.gold and (worker.corpus, worker.traces) == (None, None)
     assert isinstance(worker.judge, Judge) and worker.judge.settings == setup.judge.settings
     assert worker.labels is not None and Path(worker.labels).read_bytes() == Path(str(driver.labels)).read_bytes()
+
+
+def test_the_cli_hands_either_engine_the_one_options_it_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    got: dict[str, tuple[Any, ...]] = {}
+
+    def engine(name: str) -> Any:
+        def run(db: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
+            got[name] = (options, args, kwargs)
+            raise InputError("stop here")
+
+        return run
+
+    monkeypatch.setattr(_analyze, "analyze", engine("local"))
+    monkeypatch.setattr(partitioned, "analyze_partitioned", engine("dask"))
+    sample = _sample(tmp_path)
+    argv = ["analyze", "--gold", sample["gold"], "--corpus", sample["corpus"], "--traces", sample["traces"][0],
+            "--judge", "rules", "--judge-option", "coverage=0.6", "--labels", sample["labels"], "--abstain-phrase",
+            "outside my knowledge", "--answer-key", "claims=statements", "--attach", "sentence", "--exempt",
+            "greeting", "--db", str(tmp_path / "x.duckdb"), "--quiet"]  # fmt: skip
+    assert main(argv) == 2
+    assert main([*argv, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:1", "--partitions", "5"]) == 2
+    (local, _, local_kw), (dask, cluster, dask_kw) = got["local"], got["dask"]
+    settings = set(FIELDS)
+    assert not settings & set(local_kw) and not settings & set(dask_kw)  # nothing on the side
+    assert cluster == (partitioned.Cluster(scheduler="tcp://127.0.0.1:1", workers=2, partitions=5),)
+    # the local engine gets the judge the CLI built to check it; Dask workers build theirs by name
+    assert isinstance(local.judge, Judge) and local.judge.name == dask.judge == "rules"
+    assert dataclasses.replace(local, judge="rules") == dask
+    expect = dataclasses.replace(RunOptions(**sample), abstain_phrases=[*RunOptions().abstain_phrases,
+                                                                         "outside my knowledge"])  # fmt: skip
+    assert dask == expect
 
 
 def test_tallies_add_up() -> None:

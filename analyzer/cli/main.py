@@ -106,24 +106,29 @@ def _analyze(args: argparse.Namespace) -> int:
             _err(f"citeline: --answer-key {opt!r}: write ROLE=KEY, e.g. claims=statements")
             return 2
         keys[role.strip()] = key.strip()
-    from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES
+    from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
     from citeline.analyzer.sources.structured import AnswerKeysError
 
     try:
+        options = RunOptions(  # what the run is, once, for whichever engine runs it
+            gold=args.gold,
+            corpus=args.corpus,
+            traces=args.traces or None,
+            # this process's engine uses the judge built above; Dask workers build their own from its name
+            judge=judge if args.engine == "local" else args.judge,
+            judge_options=_judge_options(args) or {},
+            labels=args.labels,
+            abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
+            answer_keys=keys,
+            attach=args.attach,
+            exempt=args.exempt,
+        )
         if args.engine == "dask":
-            result = _analyze_dask(args, keys, show is not None)
+            result = _analyze_dask(args, options, show is not None)
         else:
             result = analyze(
                 args.db,
-                gold=args.gold,
-                corpus=args.corpus,
-                traces=args.traces or None,
-                judge=judge,
-                labels=args.labels,
-                abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
-                answer_keys=keys,
-                attach=args.attach,
-                exempt=args.exempt,
+                options,
                 progress=show,
                 on_phase=(lambda name: _err(f"{name}...")) if show else None,
                 # one line per slice: the phase lines of the next slice follow it
@@ -174,26 +179,14 @@ def _counter(name: str, done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -> Any:
-    """``analyze --engine dask``: the same run as partitions of whole traces on a Dask cluster."""
-    from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES
-    from citeline.analyzer.scaleout.partitioned import analyze_partitioned
+def _analyze_dask(args: argparse.Namespace, options: Any, shown: bool) -> Any:
+    """``analyze --engine dask``: the same run (``options``) as partitions of whole traces on a Dask cluster."""
+    from citeline.analyzer.scaleout.partitioned import Cluster, analyze_partitioned
 
     return analyze_partitioned(
         args.db,
-        gold=args.gold,
-        corpus=args.corpus,
-        traces=args.traces or [],
-        judge=args.judge,
-        judge_options=_judge_options(args) or {},
-        labels=args.labels,
-        abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
-        answer_keys=keys,
-        attach=args.attach,
-        exempt=args.exempt,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        partitions=args.partitions,
+        options,
+        Cluster(scheduler=args.scheduler, workers=args.workers, partitions=args.partitions),
         on_phase=(lambda name: _err(f"{name}...")) if shown else None,
         on_progress=_counter if shown else None,
     )
