@@ -4,6 +4,10 @@ from citeline.analyzer import analyze
 result = analyze("citeline.duckdb", gold="gold.yaml", traces=["traces/"])
 result.claims      # polars DataFrame, one row per claim
 result.summary     # {bucket: count}
+
+What a run is can be one value, handed to either engine (one process, or partitions on Dask):
+options = RunOptions(gold="gold.yaml", traces=["traces/"], attach="sentence")
+result = analyze("citeline.duckdb", options)
 """
 
 from citeline.analyzer import judges
@@ -12,7 +16,8 @@ from citeline.analyzer.claims.splitter import Claim, Split, markers, split_answe
 from citeline.analyzer.gold.goldset import GoldError, GoldSet, load_gold
 from citeline.analyzer.judges import Judge, Judgment, RulesJudge
 from citeline.analyzer.labels.calibrate import Agreement, calibrate
-from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES, analyze
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.store import BUCKETS, DEFAULT_DB, STAGES
 
@@ -32,6 +37,7 @@ __all__ = [
     "Judgment",
     "Policy",
     "RulesJudge",
+    "RunOptions",
     "Split",
     "analyze",
     "calibrate",

@@ -85,3 +85,15 @@ CREATE OR REPLACE TEMP TABLE t_problems (source VARCHAR, place VARCHAR, field VA
 CREATE OR REPLACE TEMP TABLE t_genai_read (
     system VARCHAR, inputs VARCHAR, outputs VARCHAR, prompt VARCHAR, answer VARCHAR, error VARCHAR
 );
+
+-- the log lines one ingest read (sources/logs.py): a file whose lines all gave spans or log records was
+-- read whole (coverage); one row per line read
+CREATE OR REPLACE TEMP TABLE t_log_lines (
+    source_file VARCHAR, line_hash UBIGINT, line_bytes BIGINT, records INTEGER, content INTEGER
+);
+
+-- the GenAI inference spans one ingest could not read so far (sources/genai.py note/problems): dropped
+-- when the ingest names them
+CREATE OR REPLACE TEMP TABLE t_genai_unread (
+    source_file VARCHAR, trace_id VARCHAR, span_id VARCHAR, adapter_error VARCHAR
+);

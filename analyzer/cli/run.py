@@ -27,10 +27,11 @@ from citeline.analyzer.cli.options import (
 )
 from citeline.analyzer.escaping import term
 from citeline.analyzer.reports.report import resolve_run
-from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES, analyze
+from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
 from citeline.analyzer.run.rejudge import rejudge
 from citeline.analyzer.run.result import AnalysisResult
-from citeline.analyzer.scaleout.partitioned import analyze_partitioned
+from citeline.analyzer.scaleout.partitioned import Cluster, analyze_partitioned
 from citeline.analyzer.store import BUCKETS
 from citeline.examples.demo import gold_path, run_scenarios
 from citeline.instrumentation import configure
@@ -152,28 +153,30 @@ def analyze_command(args: argparse.Namespace) -> int:
     if judge is None:  # --judge list
         return DONE
     keys = key_values(args.answer_key, "--answer-key", "ROLE=KEY", "claims=statements", value_required=True)
-    try:
-        if args.engine == "dask":
-            result = _analyze_dask(args, keys, show is not None)
-        else:
-            result = analyze(
-                args.db,
-                gold=args.gold,
-                corpus=args.corpus,
-                traces=args.traces or None,
-                judge=judge,
-                labels=args.labels,
-                abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
-                answer_keys=keys,
-                attach=args.attach,
-                exempt=args.exempt,
-                progress=show,
-                on_phase=(lambda name: err(f"{name}...")) if show else None,
-                # one line per slice: the phase lines of the next slice follow it
-                on_progress=(lambda name, done, total: err(f"{name}: {done} / {total}")) if show else None,
-            )
-    except ImportError as exc:  # --engine dask without dask installed
-        raise CliError(f"--engine dask needs dask.distributed ({exc}): pip install 'citeline[dask]'") from exc
+    options = RunOptions(  # what the run is, once, for whichever engine runs it
+        gold=args.gold,
+        corpus=args.corpus,
+        traces=args.traces or None,
+        # this process's engine uses the judge built above; Dask workers build their own from its name
+        judge=judge if args.engine == "local" else args.judge,
+        judge_options=judge_options(args) or {},
+        labels=args.labels,
+        abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
+        answer_keys=keys,
+        attach=args.attach,
+        exempt=args.exempt,
+    )
+    if args.engine == "dask":
+        result = _analyze_dask(args, options, show is not None)
+    else:
+        result = analyze(
+            args.db,
+            options,
+            progress=show,
+            on_phase=(lambda name: err(f"{name}...")) if show else None,
+            # one line per slice: the phase lines of the next slice follow it
+            on_progress=(lambda name, done, total: err(f"{name}: {done} / {total}")) if show else None,
+        )
     result.phoenix_url = phoenix_url(args)
     print_result(result, args.format)
     _say_after_run(result, args.traces)
@@ -215,26 +218,18 @@ def _say_after_run(result: AnalysisResult, traces: list[str] | None) -> None:
         )
 
 
-def _analyze_dask(args: argparse.Namespace, keys: dict[str, str], shown: bool) -> AnalysisResult:
-    """``analyze --engine dask``: the same run as partitions of whole traces on a Dask cluster."""
-    return analyze_partitioned(
-        args.db,
-        gold=args.gold,
-        corpus=args.corpus,
-        traces=args.traces or [],
-        judge=args.judge,
-        judge_options=judge_options(args),
-        labels=args.labels,
-        abstain_phrases=[*DEFAULT_ABSTAIN_PHRASES, *(args.abstain_phrase or [])],
-        answer_keys=keys,
-        attach=args.attach,
-        exempt=args.exempt,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        partitions=args.partitions,
-        on_phase=(lambda name: err(f"{name}...")) if shown else None,
-        on_progress=_counter if shown else None,
-    )
+def _analyze_dask(args: argparse.Namespace, options: RunOptions, shown: bool) -> AnalysisResult:
+    """``analyze --engine dask``: the same run (``options``) as partitions of whole traces on a Dask cluster."""
+    try:
+        return analyze_partitioned(
+            args.db,
+            options,
+            Cluster(scheduler=args.scheduler, workers=args.workers, partitions=args.partitions),
+            on_phase=(lambda name: err(f"{name}...")) if shown else None,
+            on_progress=_counter if shown else None,
+        )
+    except ImportError as exc:  # dask not installed
+        raise CliError(f"--engine dask needs dask.distributed ({exc}): pip install 'citeline[dask]'") from exc
 
 
 def _progress(args: argparse.Namespace) -> Callable[[int, int], None] | None:

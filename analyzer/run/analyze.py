@@ -4,13 +4,19 @@ Each step is a function with a docstring that says what it reads and writes, ove
 ``queries/`` whose headers declare the tables they make (``_steps``). Python does only text work
 (splitting answers into claims, similarity, judging), and always over *distinct* texts. A large
 run is classified a slice of traces at a time, so memory stays flat.
+
+A run begins and ends the same way on either engine (this one, or partitions on Dask:
+``scaleout/partitioned.py``): :func:`prepare` checks and reads what the run is (its
+:class:`RunOptions`) into a :class:`Setup`, :class:`RunStamp` names it, and :func:`finish` stores its
+``runs`` row and makes its :class:`AnalysisResult` from what it counted (a :class:`Tally`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,28 +24,17 @@ import duckdb
 
 from citeline.analyzer import judges, steps
 from citeline.analyzer import workers as _workers
-from citeline.analyzer.claims.policy import attach_policy, exempt_kinds
 from citeline.analyzer.gold.corpus import load_corpus, merge
-from citeline.analyzer.gold.goldset import GoldSet, load_gold
+from citeline.analyzer.gold.goldset import GoldError, GoldSet, load_gold
 from citeline.analyzer.judges import LABELS, Judge
 from citeline.analyzer.run import joining, splitting, storing
 from citeline.analyzer.run.judging import CachedJudge, human_table, judge_tables
-from citeline.analyzer.run.result import AnalysisResult
-from citeline.analyzer.sources import structured
+from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
+from citeline.analyzer.run.result import AnalysisResult, Tally
 from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, ingest, not_trace_file, trace_files
 from citeline.analyzer.sources.lake import is_url
 from citeline.analyzer.store import DEFAULT_DB, connect
 
-DEFAULT_ABSTAIN_PHRASES = (
-    "cannot verify",
-    "can't verify",
-    "do not specify",
-    "does not specify",
-    "not enough information",
-    "unable to find",
-    "could not find",
-    "i don't know",
-)
 #: what a run's pool of workers imports as it starts, while DuckDB joins traces to cases
 PRELOAD = ("citeline.analyzer.run.splitting", "citeline.analyzer.judges._rules")
 
@@ -48,16 +43,83 @@ class InputError(Exception):
     """The run cannot start on this input (no trace files, an unreadable gold set); nothing is stored."""
 
 
-def load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> tuple[GoldSet, str]:
-    """The gold set a run reads (cases and corpus), from --gold, --corpus or both; and its source's name.
-    A gold set already loaded (a partitioned run's worker reads it once for all its partitions) is used
-    as it is."""
+@dataclass(frozen=True)
+class Evidence:
+    """What a run is judged against, read once: the gold set (cases and corpus), its name as the runs row
+    records it, and its files' content hash (:func:`evidence_hash`)."""
+
+    gold: GoldSet
+    source: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A run as both engines begin it: what it is, what it is judged against (read once) and its judge
+    (built once)."""
+
+    options: RunOptions
+    evidence: Evidence
+    judge: Judge
+
+    def abstain_phrases(self) -> list[str]:
+        """The run's abstention phrases, and the gold file's own after them."""
+        return [*self.options.abstain_phrases, *self.evidence.gold.abstain_phrases]
+
+    def split_settings(self) -> dict[str, Any]:
+        """The attachment policy and exempt kinds: the run's over the gold file's (``splitting.split``)."""
+        gold = self.evidence.gold
+        return {"attach": self.options.attach, "exempt": self.options.exempt, "file_attach": gold.attach,
+                "file_exempt": gold.exempt}  # fmt: skip
+
+
+def prepare(options: RunOptions) -> Setup:
+    """The run checked and read before anything is stored: its judge built, its gold set and corpus read,
+    its trace paths found. Raises :class:`InputError` (or the judge's own error) on what cannot be used."""
+    judge = options.build_judge()
+    evidence = load_evidence(options.gold, options.corpus)
+    check_traces(options.traces)
+    return Setup(options, evidence, judge)
+
+
+@dataclass(frozen=True)
+class RunStamp:
+    """A run's id (its start to the second, and six random hex digits) and its start, as the runs row keeps them."""
+
+    run_id: str
+    started: dt.datetime
+
+    @classmethod
+    def now(cls) -> RunStamp:
+        at = dt.datetime.now(dt.UTC)
+        return cls(at.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6], at.replace(tzinfo=None))
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Who is told how a run goes: each step as it starts (``on_phase``), counts as they grow (``on_progress``)."""
+
+    on_phase: Callable[[str], None] | None = None
+    on_progress: Callable[[str, int, int], None] | None = None
+
+    def phase(self, name: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(name)
+
+    def tick(self, name: str, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(name, done, total)
+
+
+def load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> Evidence:
+    """The gold set a run reads (cases and corpus), from --gold, --corpus or both, with its source's name and
+    hash. A gold set already loaded (a partitioned run's worker gets it as the driver read it) is used as it is."""
     if gold is None and corpus is None:
         raise InputError("give a gold set (--gold FILE) or a corpus (--corpus FILE), or both")
     if isinstance(gold, GoldSet):
         if corpus is not None:
             raise InputError("a loaded gold set takes no corpus file: merge it when it is loaded")
-        return gold, gold.source
+        return Evidence(gold, gold.source, evidence_hash(gold, corpus))
     gold_set = load_gold(gold) if gold is not None else GoldSet(source="")
     if gold is not None and gold_set.unreadable is not None:
         raise InputError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
@@ -67,19 +129,9 @@ def load_evidence(gold: str | Path | GoldSet | None, corpus: str | Path | None) 
             raise InputError(f"{corpus}: cannot read the corpus: {extra.unreadable}")
         merge(gold_set, extra)
     source = str(gold) if gold is not None else ""
-    return gold_set, source + (("; " if source else "") + f"corpus:{corpus}" if corpus is not None else "")
-
-
-def run_settings(
-    attach: str | None, exempt: Collection[str] | None, answer_keys: Mapping[str, str] | None
-) -> tuple[str | None, Collection[str] | None, Mapping[str, tuple[str, ...]]]:
-    """The run's attachment policy, exempt kinds and answer keys, checked before anything runs (a wrong one
-    raises, naming the option)."""
-    if attach is not None:
-        attach = attach_policy(attach, "attach")
-    if exempt is not None:
-        exempt = exempt_kinds(exempt if isinstance(exempt, str) else list(exempt), "exempt")
-    return attach, exempt, structured.keys_for(answer_keys)
+    if corpus is not None:
+        source += ("; " if source else "") + f"corpus:{corpus}"
+    return Evidence(gold_set, source, evidence_hash(gold, corpus))
 
 
 def nothing_readable(problems: Sequence[object]) -> InputError:
@@ -105,31 +157,24 @@ def check_traces(traces: Sequence[str | Path] | None) -> None:
 
 def analyze(
     db: str | Path = DEFAULT_DB,
+    options: RunOptions | None = None,
     *,
-    gold: str | Path | GoldSet | None = None,
-    corpus: str | Path | None = None,
-    traces: Sequence[str | Path] | None = None,
-    judge: str | Judge = "rules",
-    judge_options: Mapping[str, Any] | None = None,
-    labels: str | Path | None = None,
-    abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
-    answer_keys: Mapping[str, str] | None = None,
-    attach: str | None = None,
-    exempt: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     on_phase: Callable[[str], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
     known: Mapping[str, tuple[str, str]] | None = None,
+    **settings: Any,
 ) -> AnalysisResult:
     """Classify every claim of every trace; store the run. A trace that answers a gold case is judged
     against it (basis ``gold``); every other trace against the corpus and itself alone (basis ``corpus``,
-    docs/analyzer.md "Corpus basis"). ``gold`` is a gold set, ``corpus`` a corpus file (``_corpus``):
-    either or both.
+    docs/analyzer.md "Corpus basis").
 
-    ``attach`` (an attachment policy) and ``exempt`` (the kinds of text that need no citation) override
-    the gold file's ``policy:`` for this run; a case's own ``attach:`` still wins (docs/analyzer.md, "How
-    an answer becomes claims").
+    What the run is comes as ``options`` (a :class:`RunOptions`), as keywords, or both (the keywords
+    over the options): ``analyze(db, gold="gold.yaml", traces=["traces/"])``. ``gold`` is a gold set,
+    ``corpus`` a corpus file: either or both. ``attach`` (an attachment policy) and ``exempt`` (the
+    kinds of text that need no citation) override the gold file's ``policy:`` for this run; a case's own
+    ``attach:`` still wins (docs/analyzer.md, "How an answer becomes claims").
 
     ``progress`` sees the bytes ingested, ``on_phase`` each step of each slice as it starts and
     ``on_progress`` the traces classified after each slice (the CLI shows them on a terminal).
@@ -141,78 +186,109 @@ def analyze(
     Raises :class:`InputError` (and stores nothing) when a traces path does not exist or
     holds no trace file, the gold set or the corpus cannot be read at all, or neither is given.
     """
-    attach, exempt, keys = run_settings(attach, exempt, answer_keys)
-    support_judge = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
-    gold_set, gold_source = load_evidence(gold, corpus)
-    check_traces(traces)
-    phrases = [*abstain_phrases, *gold_set.abstain_phrases]  # the gold file may add its own
-    split_settings = {"attach": attach, "exempt": exempt, "file_attach": gold_set.attach,
-                      "file_exempt": gold_set.exempt}  # fmt: skip
-    phase = on_phase or (lambda _name: None)
-    tick = on_progress or (lambda _name, _done, _total: None)
+    setup = prepare(RunOptions.resolve(options, settings, "analyze"))
+    traces = setup.options.traces
+    watch = Watch(on_phase, on_progress)
     own = con is None
     con = con or connect(db)
     try:
-        run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        stamp = RunStamp.now()
         # ingest: the trace files' spans into the store
         report = ingest(con, traces, progress=progress) if traces else IngestReport()
         if traces and all(is_url(t) for t in traces) and not report.paths:
             raise nothing_readable(report.problems)
-        label_errors = human_table(con, labels)
-        scope = joining.begin(con, gold_set, report.paths if traces else None)
-        pool = _workers.start(PRELOAD) if scope.distinct_answers >= splitting.PARALLEL_ANSWERS else None
-        cached_judge = CachedJudge(con, support_judge, known)
-        tallies = joining.Tallies()
-        parts, done = len(scope.slices), 0
-        for part in range(parts):  # bounded memory: one slice of the traces at a time
-            of = f" ({part + 1}/{parts})" if parts > 1 else ""
-            phase("joining traces to cases" + of)
-            joining.join(con, scope.params(part), tallies, run_id=run_id, answer_keys=keys)
-            phase("splitting answers into claims" + of)
-            splitting.split(con, phrases, split_settings, pool)
-            splitting.match(con)
-            phase("judging support" + of)
-            judge_tables(con, gold_set, cached_judge)
-            splitting.store_skipped(con, run_id)
-            phase("classifying" + of)
-            steps.run(con, "classify", {"run_id": run_id, "labels": list(LABELS), "judge": judges.ident(support_judge)})
-            done += int(con.execute("SELECT count(*) FROM t_traces").fetchall()[0][0])
-            tick("classified traces", done, scope.classified)
-        phase("storing the run")
-        storing.store_results(con, run_id, scope.files)
-        errors = gold_set.errors + label_errors
-        report.problems.extend(tallies.problems())
-        counts = storing.store_run(
-            con,
-            run_id,
-            started,
-            problems=report.problems,
-            errors=errors + gold_set.warnings,  # drafts: noted, not skipped
-            gold_source=gold_source,
-            judge=judges.ident(support_judge),
-            skipped=report.skipped + len(errors),
-            traces_read=scope.traces,
-            gold_hash=evidence_hash(gold, corpus),
-        )
-        unmatched = storing.unmatched_count(con, run_id)
-        result = AnalysisResult(
-            run_id, counts, report, errors, unmatched, traces_read=scope.traces, db=str(db), con=con
-        )
-        result.warnings = [str(w) for w in gold_set.warnings]
-        result.skipped_text = splitting.skipped_counts(con, run_id)
-        result.tallies = {"joined_by_content": tallies.joined_by_content, "unjoined": tallies.unjoined,
-                          "openinference": tallies.oi}  # fmt: skip
-        result.judge = {"name": judges.ident(support_judge), **cached_judge.counts(), **usage(support_judge)}
-        if own and str(db) == ":memory:":  # the store goes with this connection: read the rows now
-            _ = result.claims, result.cases, result.coverage, result.by_basis
+        label_errors = human_table(con, setup.options.labels)
+        scope = joining.begin(con, setup.evidence.gold, report.paths if traces else None)
+        tally = _classify(con, setup, stamp, scope, watch, known)
+        watch.phase("storing the run")
+        storing.store_results(con, stamp.run_id, scope.files)
+        report.problems.extend(tally.problems())
+        result = finish(con, setup, stamp, report, tally, label_errors=label_errors, db=db)
         if own:
-            result.con = None
+            let_go(result)
         return result
     finally:
         _workers.stop()
         if own:
             con.close()
+
+
+def _classify(
+    con: duckdb.DuckDBPyConnection,
+    setup: Setup,
+    stamp: RunStamp,
+    scope: joining.Scope,
+    watch: Watch,
+    known: Mapping[str, tuple[str, str]] | None,
+) -> Tally:
+    """Join, split/match, judge and classify the run's traces, a slice at a time (bounded memory); what it counted."""
+    run_id, ident = stamp.run_id, judges.ident(setup.judge)
+    phrases, split_settings, keys = setup.abstain_phrases(), setup.split_settings(), setup.options.answer_roles()
+    pool = _workers.start(PRELOAD) if scope.distinct_answers >= splitting.PARALLEL_ANSWERS else None
+    cached_judge = CachedJudge(con, setup.judge, known)
+    tally = Tally(traces=scope.traces)  # every trace read, a request span or not
+    parts, done = len(scope.slices), 0
+    for part in range(parts):
+        of = f" ({part + 1}/{parts})" if parts > 1 else ""
+        watch.phase("joining traces to cases" + of)
+        joining.join(con, scope.params(part), tally.joins, run_id=run_id, answer_keys=keys)
+        watch.phase("splitting answers into claims" + of)
+        splitting.split(con, phrases, split_settings, pool)
+        splitting.match(con)
+        watch.phase("judging support" + of)
+        judge_tables(con, setup.evidence.gold, cached_judge)
+        splitting.store_skipped(con, run_id)
+        watch.phase("classifying" + of)
+        steps.run(con, "classify", {"run_id": run_id, "labels": list(LABELS), "judge": ident})
+        done += int(con.execute("SELECT count(*) FROM t_traces").fetchall()[0][0])
+        watch.tick("classified traces", done, scope.classified)
+    tally.judged = cached_judge.counts()
+    return tally
+
+
+def finish(
+    con: duckdb.DuckDBPyConnection,
+    setup: Setup,
+    stamp: RunStamp,
+    report: IngestReport,
+    tally: Tally,
+    *,
+    label_errors: list[GoldError],
+    db: str | Path,
+) -> AnalysisResult:
+    """The run's runs row (storing.store_run) and what it found, as both engines end: ``report`` holds
+    every problem by now, ``tally`` what the run (or all its partitions) counted."""
+    gold, ident = setup.evidence.gold, judges.ident(setup.judge)
+    errors = gold.errors + label_errors
+    counts = storing.store_run(
+        con,
+        stamp.run_id,
+        stamp.started,
+        problems=report.problems,
+        errors=errors + gold.warnings,  # drafts: noted, not skipped
+        gold_source=setup.evidence.source,
+        judge=ident,
+        skipped=report.skipped + len(errors),
+        traces_read=tally.traces,
+        gold_hash=setup.evidence.key,
+    )
+    unmatched = storing.unmatched_count(con, stamp.run_id)
+    result = AnalysisResult(
+        stamp.run_id, counts, report, errors, unmatched, traces_read=tally.traces, db=str(db), con=con
+    )
+    result.warnings = [str(w) for w in gold.warnings]
+    result.skipped_text = splitting.skipped_counts(con, stamp.run_id)
+    result.tally = tally
+    result.judge = {"name": ident, **tally.judged, **usage(setup.judge)}
+    return result
+
+
+def let_go(result: AnalysisResult) -> None:
+    """The result without the connection its engine is about to close: a store in memory goes with it, so
+    its rows are read now; a file is opened again when they are asked for."""
+    if result.db == ":memory:":
+        _ = result.claims, result.cases, result.coverage, result.by_basis
+    result.con = None
 
 
 def evidence_hash(gold: str | Path | GoldSet | None, corpus: str | Path | None) -> str:
@@ -243,4 +319,4 @@ def usage(judge: Judge) -> dict[str, float]:
     return dict(got()) if callable(got) else {}
 
 
-__all__ = ["AnalysisResult", "InputError", "analyze"]
+__all__ = ["DEFAULT_ABSTAIN_PHRASES", "AnalysisResult", "InputError", "RunOptions", "analyze"]

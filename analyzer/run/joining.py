@@ -50,6 +50,11 @@ class Tallies:
     joined_by_content: int = 0
     unjoined: set[str] = field(default_factory=set)
 
+    def __add__(self, other: Tallies) -> Tallies:
+        """Two runs' tallies as one: counts summed, ids that joined nothing united."""
+        by_content = self.joined_by_content + other.joined_by_content
+        return Tallies(self.oi + other.oi, by_content, self.unjoined | other.unjoined)
+
     def problems(self) -> list[Problem]:
         """What the run says of chunk identity: ids joined by content or not at all, OpenInference documents."""
         said = []

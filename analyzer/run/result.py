@@ -13,7 +13,9 @@ import duckdb
 import polars as pl
 
 from citeline.analyzer.gold.goldset import GoldError
+from citeline.analyzer.problems import Problem
 from citeline.analyzer.reports.report import span_url, trace_url
+from citeline.analyzer.run.joining import Tallies
 from citeline.analyzer.sources.ingest import IngestReport
 from citeline.analyzer.store import BASES, DEFAULT_DB, connect
 
@@ -34,6 +36,27 @@ _CLAIM_KEYS = (
 
 
 @dataclass
+class Tally:
+    """What a run counted as it went, over its slices: the traces it read, what the join step counted
+    (the run's problems are worded from it) and the judge's work. A partitioned run's partitions each
+    count their own; ``+`` adds them up to the run's."""
+
+    traces: int = 0
+    joins: Tallies = field(default_factory=Tallies)
+    judged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("asked", "cached", "failed"), 0))
+
+    def __add__(self, other: Tally) -> Tally:
+        judged = dict(self.judged)
+        for k, n in other.judged.items():
+            judged[k] = judged.get(k, 0) + n
+        return Tally(self.traces + other.traces, self.joins + other.joins, judged)
+
+    def problems(self) -> list[Problem]:
+        """What the run says of chunk identity and OpenInference documents (:meth:`Tallies.problems`)."""
+        return self.joins.problems()
+
+
+@dataclass
 class AnalysisResult:
     """What one run found. ``claims`` and ``cases`` are polars DataFrames read from the
     store when first used, so a run over millions of traces costs no memory until asked."""
@@ -48,9 +71,8 @@ class AnalysisResult:
     judge: dict[str, Any] = field(default_factory=dict)  # name, asked, cached, failed, and a model judge's usage
     warnings: list[str] = field(default_factory=list)  # usable but unconfirmed gold (draft cases)
     skipped_text: dict[str, int] = field(default_factory=dict)  # text that is no claim, per kind (_policy)
-    # what the run's problems were counted from (chunk ids joined by content, OpenInference documents):
-    # a partitioned run adds its partitions' tallies up before it words them (analyzer/scaleout/partitioned.py)
-    tallies: dict[str, Any] = field(default_factory=dict, repr=False)
+    # what the run counted as it went: a partitioned run adds its partitions' up (analyzer/scaleout/partitioned.py)
+    tally: Tally = field(default_factory=Tally, repr=False)
     # how a partitioned run ran: engine, scheduler, workers, partitions, retries, partitions that failed
     engine: dict[str, Any] = field(default_factory=dict)
     db: str | None = None

@@ -25,36 +25,36 @@ run is in ``tasks.py``.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
-from citeline.analyzer import judges
-from citeline.analyzer.gold.goldset import GoldSet
-from citeline.analyzer.judges import Judge
 from citeline.analyzer.problems import Problem
-from citeline.analyzer.run import joining, splitting, storing
+from citeline.analyzer.run import joining
 from citeline.analyzer.run.analyze import (
-    DEFAULT_ABSTAIN_PHRASES,
     InputError,
-    check_traces,
-    evidence_hash,
-    load_evidence,
+    RunStamp,
+    Setup,
+    Watch,
+    finish,
+    let_go,
     nothing_readable,
-    run_settings,
-    usage,
+    prepare,
 )
 from citeline.analyzer.run.judging import human_table
-from citeline.analyzer.run.result import AnalysisResult
+from citeline.analyzer.run.options import RunOptions
+from citeline.analyzer.run.result import AnalysisResult, Tally
 from citeline.analyzer.scaleout import tasks as work
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, trace_files
 from citeline.analyzer.store import DEFAULT_DB, connect
+
+T = TypeVar("T")
 
 #: bytes of trace files one map task reads at most (a file is never cut)
 MAP_BYTES = 256 * 1024 * 1024
@@ -136,192 +136,253 @@ def _map_groups(files: list[tuple[str, int]], tasks: int) -> list[list[int]]:
     return [g for g in groups if g]
 
 
-def _context(
-    con: duckdb.DuckDBPyConnection,
-    gold_set: GoldSet,
-    gold_key: str,
-    labels: str | Path | None,
-    judge: str | Judge,
-    judge_options: Mapping[str, Any] | None,
-    settings: dict[str, Any],
-) -> tuple[work.Context, Judge]:
-    local = judges.load(judge, **(judge_options or {})) if isinstance(judge, str) else judge
-    shipped: Judge | tuple[str, dict[str, Any]] = (
-        (judge, dict(judge_options or {})) if isinstance(judge, str) else judge
-    )
-    cached = con.sql(
-        "SELECT * FROM judgments WHERE judge = $j AND version = $v", params={"j": local.name, "v": local.version}
-    ).to_arrow_table()
-    label_file = (Path(labels).name, Path(labels).read_bytes()) if labels else None
-    return work.Context(gold_set, gold_key, label_file, shipped, work.parquet(cached), settings), local
+@dataclass(frozen=True)
+class Cluster:
+    """How a partitioned run is cut and where it runs: never what it finds (that is its :class:`RunOptions`).
+
+    ``scheduler`` is a running scheduler's address (``tcp://host:8786``); without it a LocalCluster of
+    ``workers`` one-thread processes is started and stopped by the run. ``partitions`` (default: four per
+    worker thread) and ``map_tasks`` (default: one per 256 MiB of trace files, at least one per worker
+    thread) change how the run is cut.
+    """
+
+    scheduler: str | None = None
+    workers: int = 2
+    partitions: int | None = None
+    map_tasks: int | None = None
+
+    @classmethod
+    def split(cls, cluster: Cluster | None, settings: dict[str, Any]) -> tuple[Cluster, dict[str, Any]]:
+        """``cluster`` with the keywords among ``settings`` that name its fields over it; the other keywords."""
+        names = {f.name for f in fields(cls)}
+        mine = {k: v for k, v in settings.items() if k in names}
+        return replace(cluster or cls(), **mine), {k: v for k, v in settings.items() if k not in names}
 
 
 def analyze_partitioned(
     db: str | Path = DEFAULT_DB,
+    options: RunOptions | None = None,
+    cluster: Cluster | None = None,
     *,
-    gold: str | Path | None = None,
-    corpus: str | Path | None = None,
-    traces: Sequence[str | Path],
-    judge: str | Judge = "rules",
-    judge_options: Mapping[str, Any] | None = None,
-    labels: str | Path | None = None,
-    abstain_phrases: Sequence[str] = DEFAULT_ABSTAIN_PHRASES,
-    answer_keys: Mapping[str, str] | None = None,
-    attach: str | None = None,
-    exempt: Collection[str] | None = None,
-    scheduler: str | None = None,
-    workers: int = 2,
-    partitions: int | None = None,
-    map_tasks: int | None = None,
     client: Any = None,
     on_phase: Callable[[str], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    **settings: Any,
 ) -> AnalysisResult:
-    """``analyze`` over ``traces`` as partitions of whole traces on a Dask cluster: the same rows, one run.
+    """``analyze`` over the run's traces as partitions of whole traces on a Dask cluster: the same rows, one run.
 
-    ``scheduler`` is a running scheduler's address (``tcp://host:8786``); without it a LocalCluster of
-    ``workers`` one-thread processes is started and stopped here (``client`` passes one already made).
-    ``partitions`` (default: four per worker thread) and ``map_tasks`` (default: one per 256 MiB of
-    trace files, at least one per worker thread) change how the run is cut, never what it finds.
+    What the run is comes as ``options`` (a :class:`RunOptions`), as keywords, or both, as for ``analyze``;
+    how it is cut and where it runs as ``cluster`` (:class:`Cluster`), whose fields may be keywords too:
+    ``analyze_partitioned(db, gold="gold.yaml", traces=["traces/"], workers=4)``. ``client`` passes a
+    Dask client already made (then no cluster is started or connected to).
 
     Raises :class:`InputError` as ``analyze`` does, and :class:`EngineError` when no cluster can be had.
     """
-    attach, exempt, _keys = run_settings(attach, exempt, answer_keys)  # a wrong one raises before anything runs
-    if not traces:
+    cluster, settings = Cluster.split(cluster, settings)
+    options = RunOptions.resolve(options, settings, "analyze_partitioned")  # a wrong one raises before anything runs
+    if not options.traces:
         raise InputError("--engine dask reads trace files: give --traces (a run over the store is one process)")
-    gold_set, gold_source = load_evidence(gold, corpus)  # read here once; the workers get it as read
-    gold_key = evidence_hash(gold, corpus)
-    check_traces(traces)
-    files, listing_problems = _inputs(traces)
-    if all(_lake.is_url(t) for t in traces) and not files:
+    setup = prepare(options)  # the gold set read here once; the workers get it as read
+    files, listing_problems = _inputs(options.traces)
+    if all(_lake.is_url(t) for t in options.traces) and not files:
         raise nothing_readable(listing_problems)
-    phase = on_phase or (lambda _name: None)
-    tick = on_progress or (lambda _name, _done, _total: None)
+    watch = Watch(on_phase, on_progress)
     own = client is None
     close: Callable[[], None] = lambda: None  # noqa: E731
     if own:
-        phase("starting a Dask cluster" if not scheduler else f"connecting to {scheduler}")
-        client, close = _client(scheduler, workers)
+        watch.phase("starting a Dask cluster" if not cluster.scheduler else f"connecting to {cluster.scheduler}")
+        client, close = _client(cluster.scheduler, cluster.workers)
     con = connect(db)
     try:
-        threads = max(1, sum(client.nthreads().values()))
-        parts = max(1, partitions or 4 * threads)
-        total = sum(size for _f, size in files)
-        tasks = max(1, min(len(files), map_tasks or max(threads, -(-total // MAP_BYTES))))
-        settings = {"abstain_phrases": list(abstain_phrases), "answer_keys": answer_keys, "attach": attach,
-                    "exempt": exempt}  # fmt: skip
-        ctx, local_judge = _context(con, gold_set, gold_key, labels, judge, judge_options, settings)
-        run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        return _run(client, con, files, listing_problems, tasks, parts, ctx, local_judge, gold_set,
-                    (gold_source, gold_key), labels, db, run_id, started, scheduler, phase, tick)  # fmt: skip
+        plan = _plan(client, files, listing_problems, cluster)
+        ctx = _context(con, setup)
+        return _Driver(setup, plan, client, con, watch, db, RunStamp.now()).run(ctx)
     finally:
         con.close()
         if own:
             close()
 
 
-def _run(
-    client: Any,
-    con: duckdb.DuckDBPyConnection,
-    files: list[tuple[str, int]],
-    listing_problems: list[Problem],
-    tasks: int,
-    parts: int,
-    ctx: work.Context,
-    local_judge: Judge,
-    gold_set: Any,
-    source: tuple[str, str],  # the gold set's name as runs records it, and its files' hash
-    labels: str | Path | None,
-    db: str | Path,
-    run_id: str,
-    started: dt.datetime,
-    scheduler: str | None,
-    phase: Callable[[str], None],
-    tick: Callable[[str, int, int], None],
-) -> AnalysisResult:
-    import distributed
+@dataclass(frozen=True)
+class _Plan:
+    """How this run is cut on the cluster it got: its trace files (path, size) in the order ingest reads
+    them, each map task's files (indexes), the partitions, the cluster's worker processes."""
 
-    as_completed: Any = distributed.as_completed
+    files: list[tuple[str, int]]
+    listing_problems: list[Problem]  # what could not be listed in object storage
+    groups: list[list[int]]
+    parts: int
+    workers: int
+    scheduler: str | None
 
-    groups = _map_groups(files, tasks)
-    workers = len(client.nthreads())
-    prefix = "citeline-" + uuid.uuid4().hex[:8]  # this run's tasks and events, on a cluster others may share
-    maps = [
-        client.submit(work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}", retries=1)
-        for m, g in enumerate(groups)
-    ]
-    pieces = [[client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
-              for m, mf in enumerate(maps)]  # fmt: skip
-    # each partition's pieces, held until its reduce is stored: a partition that fails twice has its
-    # spans stored from them, as ingest would have stored them
-    wanted = {p: [r[p] for r in pieces] for p in range(parts)}
-    metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
-    del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
-    # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
-    # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
-    shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
-    reduces = {
-        client.submit(work.reduce_partition, prefix, p, wanted[p], shipped, key=f"{prefix}-part-{p}", retries=1): p
-        for p in range(parts)
-    }  # fmt: skip
-    # the map phase: each file's traces and the files read, as ingest would have stored them (the spans
-    # come back with the partitions: each partition's reduce has read them once, first file first)
-    phase(f"reading {len(files)} trace file(s) in {len(groups)} map task(s) on {workers} worker(s)")
-    report = IngestReport(paths=[f for f, _s in files])
-    seconds: dict[str, Any] = {"map": [], "reduce": [], "store_ingest": 0.0, "store_spans": 0.0,
-                               "store_rows": 0.0}  # fmt: skip
-    del pieces
-    # the store's spans before this run: none (a fresh store), and a partition's spans go in without a join
-    fresh = not con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]
-    for m, meta_f in enumerate(metas):
-        try:
-            meta = meta_f.result()
-        except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
-            lost = [files[i][0] for i in groups[m]]
-            report.paths = [p for p in report.paths if p not in lost]
-            report.problems.append(Problem("partitioned run", f"map task {m + 1} of {len(groups)}", "-",
-                                           f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from "
-                                           f"{lost[0]}; run again"))  # fmt: skip
-        else:
-            t = time.perf_counter()
-            _store_ingest(con, meta, report)
-            seconds["store_ingest"] += time.perf_counter() - t
-            seconds["map"].append(meta["seconds"])
-        tick("reading trace files", m + 1, len(groups))
-    report.problems.extend(listing_problems)
-    del metas
-    # the reduce phase: every partition's rows under this run's id, as each finishes
-    phase(f"classifying {parts} partition(s)")
-    outs: list[dict[str, Any]] = []
-    failed: list[tuple[int, str]] = []
-    for n, (fut, out) in enumerate(as_completed(list(reduces), with_results=True, raise_errors=False), 1):
-        part = reduces.pop(fut)  # the scheduler drops a stored partition's result (its spans)
-        if fut.status != "finished" or isinstance(out, BaseException):  # erred, or cancelled by the scheduler
-            why = fut.exception() if fut.status == "error" else out
-            failed.append((part, _why(why if isinstance(why, BaseException) else None)))
-            got = [p for p in client.gather(wanted.pop(part), errors="skip") if p is not None]  # a lost map: skipped
-            t = time.perf_counter()
-            report.spans_added += _store_spans(con, work.first_readings(con, got)[1], fresh)
-            seconds["store_spans"] += time.perf_counter() - t
-        else:
-            del wanted[part]
-            t = time.perf_counter()
-            report.spans_added += _store_spans(con, out["spans"], fresh)
-            seconds["store_spans"] += time.perf_counter() - t
-            t = time.perf_counter()
-            _store_rows(con, run_id, out)
-            seconds["store_rows"] += time.perf_counter() - t
-            seconds["reduce"].append({**out["seconds"], "traces": out["traces_read"]})
-            outs.append({k: v for k, v in out.items() if k not in ("rows", "spans")})  # the tallies, for _finish
-        tick("classifying partitions", n, parts)
-    phase("storing the run")
-    attempts = _attempts(client, prefix)
-    result = _finish(con, run_id, started, report, outs, failed, parts, len(groups), attempts, local_judge, gold_set,
-                     source, labels, db, scheduler, workers)  # fmt: skip
-    result.engine["seconds"] = seconds  # each task's own timings and the driver's storing: bench/scaleout.py
-    result.engine["sampling_workers"] = _sampling_workers(client)
-    return result
+
+def _plan(client: Any, files: list[tuple[str, int]], listing_problems: list[Problem], cluster: Cluster) -> _Plan:
+    threads = max(1, sum(client.nthreads().values()))
+    parts = max(1, cluster.partitions or 4 * threads)
+    total = sum(size for _f, size in files)
+    tasks = max(1, min(len(files), cluster.map_tasks or max(threads, -(-total // MAP_BYTES))))
+    return _Plan(files, listing_problems, _map_groups(files, tasks), parts, len(client.nthreads()), cluster.scheduler)
+
+
+def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
+    """What every partition needs, read here once: the run's options with the gold set as read (no corpus
+    file, no trace files, no labels path: :data:`work.LAID_OUT`), the labels file's bytes, and the store's
+    judgments of this judge."""
+    judge, options = setup.judge, setup.options
+    cached = con.sql(
+        "SELECT * FROM judgments WHERE judge = $j AND version = $v", params={"j": judge.name, "v": judge.version}
+    ).to_arrow_table()
+    labels = options.labels
+    label_file = (Path(labels).name, Path(labels).read_bytes()) if labels else None
+    shipped = replace(options, gold=setup.evidence.gold, corpus=None, traces=None, labels=None)
+    return work.Context(shipped, setup.evidence.key, label_file, work.parquet(cached))
+
+
+@dataclass
+class _Tasks:
+    """The run's tasks as submitted: map metadata, each partition's pieces (held until its reduce is
+    stored: a partition that fails twice has its spans stored from them), the reduces, the context."""
+
+    metas: list[Any]
+    wanted: dict[int, list[Any]]
+    reduces: dict[Any, int]
+    shipped: Any
+
+
+@dataclass
+class _Driver:
+    """One partitioned run on the driver: what it is, how it is cut, its cluster and store, what it has
+    read so far, and its own timings."""
+
+    setup: Setup
+    plan: _Plan
+    client: Any
+    con: duckdb.DuckDBPyConnection
+    watch: Watch
+    db: str | Path
+    stamp: RunStamp
+    prefix: str = field(default_factory=lambda: "citeline-" + uuid.uuid4().hex[:8])  # tasks and events of this run
+    report: IngestReport = field(default_factory=IngestReport)
+    seconds: dict[str, Any] = field(
+        default_factory=lambda: {"map": [], "reduce": [], "store_ingest": 0.0, "store_spans": 0.0, "store_rows": 0.0}
+    )
+    fresh: bool = False  # the store held no spans before this run: a partition's go in without a join
+
+    def run(self, ctx: work.Context) -> AnalysisResult:
+        plan, watch = self.plan, self.watch
+        tasks = self._submit(ctx)
+        # the map phase: each file's traces and the files read, as ingest would have stored them (the spans
+        # come back with the partitions: each partition's reduce has read them once, first file first)
+        watch.phase(f"reading {len(plan.files)} trace file(s) in {len(plan.groups)} map task(s) on "
+                    f"{plan.workers} worker(s)")  # fmt: skip
+        self.report.paths = [f for f, _s in plan.files]
+        self.fresh = not self.con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]
+        self._read_maps(tasks.metas)
+        tasks.metas = []
+        # the reduce phase: every partition's rows under this run's id, as each finishes
+        watch.phase(f"classifying {plan.parts} partition(s)")
+        tallies, failed = self._collect(tasks)
+        watch.phase("storing the run")
+        result = self._finish(tallies, failed)
+        result.engine["seconds"] = self.seconds  # each task's own timings and the driver's storing: bench/scaleout.py
+        result.engine["sampling_workers"] = _sampling_workers(self.client)
+        return result
+
+    def _submit(self, ctx: work.Context) -> _Tasks:
+        client, prefix, files, parts = self.client, self.prefix, self.plan.files, self.plan.parts
+        maps = [
+            client.submit(work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}",
+                          retries=1)
+            for m, g in enumerate(self.plan.groups)
+        ]  # fmt: skip
+        pieces = [[client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
+                  for m, mf in enumerate(maps)]  # fmt: skip
+        wanted = {p: [r[p] for r in pieces] for p in range(parts)}
+        metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
+        del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
+        # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
+        # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
+        shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
+        reduces = {
+            client.submit(work.reduce_partition, prefix, p, wanted[p], shipped, key=f"{prefix}-part-{p}", retries=1): p
+            for p in range(parts)
+        }  # fmt: skip
+        return _Tasks(metas, wanted, reduces, shipped)
+
+    def _timed(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        t = time.perf_counter()
+        got = fn(*args)
+        self.seconds[what] += time.perf_counter() - t
+        return got
+
+    def _read_maps(self, metas: list[Any]) -> None:
+        """Each map task's file_traces and ingested_files into the store; a map task that failed twice named."""
+        report, groups = self.report, self.plan.groups
+        for m, meta_f in enumerate(metas):
+            try:
+                meta = meta_f.result()
+            except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
+                lost = [self.plan.files[i][0] for i in groups[m]]
+                report.paths = [p for p in report.paths if p not in lost]
+                report.problems.append(Problem("partitioned run", f"map task {m + 1} of {len(groups)}", "-",
+                                               f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from "
+                                               f"{lost[0]}; run again"))  # fmt: skip
+            else:
+                self._timed("store_ingest", _store_ingest, self.con, meta, report)
+                self.seconds["map"].append(meta["seconds"])
+            self.watch.tick("reading trace files", m + 1, len(groups))
+        report.problems.extend(self.plan.listing_problems)
+
+    def _collect(self, tasks: _Tasks) -> tuple[list[Tally], list[tuple[int, str]]]:
+        """Each partition's spans and rows into the store as it finishes; the partitions' tallies, and the
+        partitions that failed twice (their spans stored from their pieces, as ingest would have)."""
+        import distributed
+
+        as_completed: Any = distributed.as_completed
+        reduces, wanted = tasks.reduces, tasks.wanted
+        tallies: list[Tally] = []
+        failed: list[tuple[int, str]] = []
+        for n, (fut, out) in enumerate(as_completed(list(reduces), with_results=True, raise_errors=False), 1):
+            part = reduces.pop(fut)  # the scheduler drops a stored partition's result (its spans)
+            if fut.status != "finished" or isinstance(out, BaseException):  # erred, or cancelled by the scheduler
+                why = fut.exception() if fut.status == "error" else out
+                failed.append((part, _why(why if isinstance(why, BaseException) else None)))
+                got = [p for p in self.client.gather(wanted.pop(part), errors="skip") if p is not None]  # a lost map
+                pieces = work.first_readings(self.con, got)[1]
+                self.report.spans_added += self._timed("store_spans", _store_spans, self.con, pieces, self.fresh)
+            else:
+                del wanted[part]
+                self.report.spans_added += self._timed("store_spans", _store_spans, self.con, out["spans"], self.fresh)
+                self._timed("store_rows", _store_rows, self.con, self.stamp.run_id, out)
+                self.seconds["reduce"].append({**out["seconds"], "traces": out["tally"].traces})
+                tallies.append(out["tally"])
+            self.watch.tick("classifying partitions", n, self.plan.parts)
+        return tallies, failed
+
+    def _finish(self, tallies: list[Tally], failed: list[tuple[int, str]]) -> AnalysisResult:
+        """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
+        con, run_id, plan, report = self.con, self.stamp.run_id, self.plan, self.report
+        attempts = _attempts(self.client, self.prefix)
+        label_errors = human_table(con, self.setup.options.labels)
+        joining.gold_tables(con, self.setup.evidence.gold)
+        _merge_skipped_text(con, run_id)
+        tally = sum(tallies, Tally())
+        report.problems.extend(tally.problems())
+        report.problems.extend(_lost(con, failed, plan.parts, report.paths))
+        report.skipped = sum(p.skipped for p in report.problems)
+        # a gold case is missing when no partition's trace answered it: counted once over them all
+        result = finish(con, self.setup, self.stamp, report, tally, label_errors=label_errors, db=self.db)
+        result.engine = {
+            "name": "dask",
+            "scheduler": plan.scheduler or "LocalCluster",
+            "workers": plan.workers,
+            "map_tasks": len(plan.groups),
+            "partitions": plan.parts,
+            "retries": sum(n - 1 for kind in attempts.values() for n in kind.values() if n > 1),
+            "failed_partitions": [p + 1 for p, _w in sorted(failed)],
+        }
+        let_go(result)
+        return result
 
 
 def _sampling_workers(client: Any) -> int | None:
@@ -420,28 +481,8 @@ def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None
     )
 
 
-def _finish(
-    con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    started: dt.datetime,
-    report: IngestReport,
-    outs: list[dict[str, Any]],
-    failed: list[tuple[int, str]],
-    parts: int,
-    maps: int,
-    attempts: dict[str, dict[int, int]],
-    judge: Judge,
-    gold_set: Any,
-    source: tuple[str, str],
-    labels: str | Path | None,
-    db: str | Path,
-    scheduler: str | None,
-    workers: int,
-) -> AnalysisResult:
-    """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
-    label_errors = human_table(con, labels)
-    joining.gold_tables(con, gold_set)
-    # text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)
+def _merge_skipped_text(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """Text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)."""
     con.execute(
         "CREATE OR REPLACE TEMP TABLE t_skipped AS SELECT kind, sum(units)::BIGINT AS units FROM run_skipped_text "
         "WHERE run_id = $r GROUP BY kind",
@@ -449,25 +490,18 @@ def _finish(
     )
     con.execute("DELETE FROM run_skipped_text WHERE run_id = $r", {"r": run_id})
     con.execute("INSERT INTO run_skipped_text BY NAME SELECT $r AS run_id, * FROM t_skipped", {"r": run_id})
-    tallies = joining.Tallies()
-    for out in outs:
-        t = out["tallies"]
-        tallies.joined_by_content += t["joined_by_content"]
-        tallies.unjoined |= t["unjoined"]
-        o = t["openinference"]
-        tallies.oi.traces += o.traces
-        tallies.oi.no_prompt += o.no_prompt
-        tallies.oi.unjoined |= o.unjoined
-        for how, n in o.joined.items():
-            tallies.oi.joined[how] = tallies.oi.joined.get(how, 0) + n
-    report.problems.extend(tallies.problems())
+
+
+def _lost(con: duckdb.DuckDBPyConnection, failed: list[tuple[int, str]], parts: int, paths: list[str]) -> list[Problem]:
+    """A problem per partition that failed twice, naming how many traces it leaves unclassified."""
+    out = []
     for part, why in sorted(failed):
         (n,) = con.execute(
             "SELECT count(DISTINCT trace_id) FROM spans WHERE hash(trace_id) % $p = $b AND trace_id IN "
             "(SELECT trace_id FROM file_traces WHERE list_contains($files, source_file))",
-            {"p": parts, "b": part, "files": report.paths},
+            {"p": parts, "b": part, "files": paths},
         ).fetchall()[0]
-        report.problems.append(
+        out.append(
             Problem(
                 "partitioned run",
                 f"partition {part + 1} of {parts}",
@@ -475,37 +509,4 @@ def _finish(
                 f"failed twice ({why}): its {n} trace(s) are not classified; run again (the store keeps the rest)",
             )
         )
-    report.skipped = sum(p.skipped for p in report.problems)
-    errors = gold_set.errors + label_errors
-    traces_read = sum(int(out["traces_read"]) for out in outs)
-    ident = judges.ident(judge)
-    # a gold case is missing when no partition's trace answered it: counted once over them all
-    counts = storing.store_run(con, run_id, started, problems=report.problems, errors=errors + gold_set.warnings,
-                               gold_source=source[0], judge=ident, skipped=report.skipped + len(errors),
-                               traces_read=traces_read, gold_hash=source[1])  # fmt: skip
-    unmatched = storing.unmatched_count(con, run_id)
-    result = AnalysisResult(run_id, counts, report, errors, unmatched, traces_read=traces_read, db=str(db), con=con)
-    result.warnings = [str(w) for w in gold_set.warnings]
-    result.skipped_text = splitting.skipped_counts(con, run_id)
-    judged = [out["judge"] for out in outs]
-    result.judge = {
-        "name": ident,
-        "asked": sum(j["asked"] for j in judged),  # a pair partitions on two workers met is asked by each
-        "cached": sum(j["cached"] for j in judged),
-        "failed": sum(j["failed"] for j in judged),
-        **usage(judge),
-    }
-    retries = sum(n - 1 for kind in attempts.values() for n in kind.values() if n > 1)
-    result.engine = {
-        "name": "dask",
-        "scheduler": scheduler or "LocalCluster",
-        "workers": workers,
-        "map_tasks": maps,
-        "partitions": parts,
-        "retries": retries,
-        "failed_partitions": [p + 1 for p, _w in sorted(failed)],
-    }
-    if str(db) == ":memory:":  # the store goes with this connection: read the rows now
-        _ = result.claims, result.cases, result.coverage
-    result.con = None
-    return result
+    return out

@@ -3,8 +3,9 @@
 Each task is a plain function of picklable arguments, run by a Dask worker: ``map_files`` ingests a
 share of the trace files into a DuckDB in memory and cuts the spans into Parquet pieces by
 ``hash(trace_id)``; ``reduce_partition`` runs ``analyze`` over one partition's pieces with the
-run's context (gold set, labels, judge, cached judgments), shipped once per worker and laid out on
-its disk once. Each task records its start as a Dask event, so the driver counts attempts.
+run's context (the driver's ``RunOptions`` with its gold set as read, labels, cached judgments),
+shipped once per worker and laid out on its disk once. Each task records its start as a Dask event,
+so the driver counts attempts.
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ import io
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from citeline.analyzer import judges
 from citeline.analyzer import workers as _workers
-from citeline.analyzer.gold.goldset import GoldSet
 from citeline.analyzer.judges import Judge
 from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.sources.ingest import ingest
 from citeline.analyzer.store import connect
 
@@ -34,18 +34,22 @@ RESULT_TABLES = ("claim_results", "case_results", "unmatched_traces", "run_skipp
 MAP_EVENTS, REDUCE_EVENTS = "citeline-map", "citeline-partition"
 
 
+#: the run's options a worker lays out itself; every other one it takes as the driver made it. The gold set
+#: comes as the driver read it (its corpus merged: no worker parses YAML), the trace files as the partition's
+#: spans, the judge built here from its name (or shipped built), the labels file as bytes written to disk here.
+LAID_OUT = ("gold", "corpus", "traces", "judge", "labels")
+
+
 @dataclass
 class Context:
     """What every partition needs: sent as one task's result (:func:`context`), which each worker running
     a partition fetches once and keeps for the run (a task's result is made again if its worker is lost;
     scattered data would be lost with it)."""
 
-    gold: GoldSet  # as the driver read it (--gold, --corpus or both): no worker parses YAML
+    options: RunOptions  # the driver's, with the gold set as it read it and no corpus, traces or labels path
     gold_key: str  # the gold and corpus files' content hash (what the driver read)
     labels: tuple[str, bytes] | None
-    judge: Judge | tuple[str, dict[str, Any]]  # an instance, or a name and options loaded on the worker
     judgments: bytes  # the store's cached judgments of this judge, as Parquet
-    settings: dict[str, Any] = field(default_factory=dict)  # abstain_phrases, answer_keys, attach, exempt
 
     def digest(self) -> str:
         """The gold and corpus files' hash and the labels, name and bytes: what a worker keeps per run."""
@@ -90,8 +94,9 @@ def _scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="citeline-partition-", dir=base))
 
 
-def _laid_out(ctx: Context) -> tuple[GoldSet, Path | None, Judge]:
-    """The run's gold set (read by the driver, once), its labels file on this worker's disk, its judge."""
+def _laid_out(ctx: Context) -> RunOptions:
+    """The run's options on this worker (:data:`LAID_OUT`): its labels file on this worker's disk, its judge
+    built here once per name and options (an instance travels with the context)."""
     key = ctx.digest()
     if key not in _FILES:
         labels = None
@@ -99,12 +104,13 @@ def _laid_out(ctx: Context) -> tuple[GoldSet, Path | None, Judge]:
             labels = _scratch() / ctx.labels[0]
             labels.write_bytes(ctx.labels[1])
         _FILES[key] = labels
-    if not isinstance(ctx.judge, tuple):  # an instance travels with the context
-        return ctx.gold, _FILES[key], ctx.judge
-    named = repr((ctx.judge[0], sorted(ctx.judge[1].items())))
-    if named not in _JUDGES:
-        _JUDGES[named] = judges.load(ctx.judge[0], **ctx.judge[1])
-    return ctx.gold, _FILES[key], _JUDGES[named]
+    judge = ctx.options.judge
+    if isinstance(judge, str):
+        named = repr((judge, sorted((ctx.options.judge_options or {}).items())))
+        if named not in _JUDGES:
+            _JUDGES[named] = ctx.options.build_judge()
+        judge = _JUDGES[named]
+    return replace(ctx.options, judge=judge, labels=_FILES[key])
 
 
 def _event(topic: str, msg: dict[str, Any]) -> None:
@@ -210,7 +216,7 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
     """Run ``analyze`` over one partition's spans on this worker; its rows, tallies and new judgments."""
     _event(REDUCE_EVENTS, {"run": run, "partition": part})
     t0, c0 = time.perf_counter(), time.process_time()
-    gold, labels, judge = _laid_out(ctx)
+    options = _laid_out(ctx)
     con = connect(":memory:")
     try:
         _threads(con)
@@ -228,8 +234,7 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
         t1 = time.perf_counter()
         learned = _learned(run)
         with _workers.in_process():
-            result = analyze(":memory:", con=con, gold=gold, traces=None, judge=judge, labels=labels,
-                             known=learned, **ctx.settings)  # fmt: skip
+            result = analyze(":memory:", options, con=con, known=learned)
         t2 = time.perf_counter()
         rows = {
             t: con.sql(
@@ -254,9 +259,7 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
                 "rows": time.perf_counter() - t2,
                 "cpu": time.process_time() - c0,
             },
-            "tallies": result.tallies,
-            "judge": dict(result.judge),
-            "traces_read": result.traces_read,
+            "tally": result.tally,  # the driver adds the partitions' up
         }
     finally:
         con.close()

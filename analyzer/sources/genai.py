@@ -175,10 +175,7 @@ _UNREAD = "t_genai_unread"
 
 def start(con: duckdb.DuckDBPyConnection) -> None:
     """An ingest's list of GenAI inference spans no decoder could read so far (its batches add to it)."""
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {_UNREAD} "
-        "(source_file VARCHAR, trace_id VARCHAR, span_id VARCHAR, adapter_error VARCHAR)"
-    )
+    steps.declare(con, _UNREAD)
 
 
 def note(con: duckdb.DuckDBPyConnection) -> None:

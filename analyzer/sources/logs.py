@@ -27,6 +27,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from citeline.analyzer import steps
 from citeline.analyzer import streaming as _streaming
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import run
@@ -35,11 +36,11 @@ from citeline.instrumentation import schema as K
 
 _ROLES_IN = ("system", "user", "assistant", "tool", "developer")
 
-# the lines read in this ingest (coverage: a file whose lines all gave spans or log records was read whole)
-_LINES_TABLE = (
-    "CREATE TEMP TABLE IF NOT EXISTS t_log_lines "
-    "(source_file VARCHAR, line_hash UBIGINT, line_bytes BIGINT, records INTEGER, content INTEGER)"
-)
+
+def _lines_table(con: duckdb.DuckDBPyConnection) -> None:
+    """The lines read in this ingest (t_log_lines, queries/text_tables.sql), made when first needed."""
+    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 't_log_lines' AND temporary").fetchall():
+        steps.declare(con, "t_log_lines")
 
 
 @dataclass
@@ -53,8 +54,7 @@ class LogsRead:
 
 def start(con: duckdb.DuckDBPyConnection) -> None:
     """An ingest begins: no log line read yet."""
-    con.execute(_LINES_TABLE)
-    con.execute("DELETE FROM t_log_lines")
+    steps.declare(con, "t_log_lines")
 
 
 def has_logs(head: bytes) -> bool:
@@ -65,7 +65,7 @@ def has_logs(head: bytes) -> bool:
 
 def read(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int) -> LogsRead:
     """Read the log lines of ``files``: GenAI content records into ``logs``, every line into t_log_lines."""
-    con.execute(_LINES_TABLE)
+    _lines_table(con)
     found = LogsRead()
     rows = run(con, "log_lines", {"files": files, "max_line": max_line}).fetchall()
     records: list[tuple[Any, ...]] = []

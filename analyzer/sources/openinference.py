@@ -55,6 +55,14 @@ class Stats:
     def add(self, how: str) -> None:
         self.joined[how] = self.joined.get(how, 0) + 1
 
+    def __add__(self, other: Stats) -> Stats:
+        """Two passes' counts as one (a partitioned run's partitions, added up before they are worded)."""
+        joined = dict(self.joined)
+        for how, n in other.joined.items():
+            joined[how] = joined.get(how, 0) + n
+        unjoined = self.unjoined | other.unjoined
+        return Stats(self.traces + other.traces, joined, unjoined, self.no_prompt + other.no_prompt)
+
 
 class GoldIndex:
     """The gold corpus, looked up every way a document may name a chunk."""
