@@ -48,8 +48,13 @@ def _phase(code: str) -> dict[str, Any]:
 
 INGEST = """
 import time, sys
-from citeline.analyzer.store import connect
-from citeline.analyzer.sources.ingest import ingest
+try:  # a tree from before the layout of issue #32 (bench/versions.py --ref): the old names first, since
+    # a name that tree lacks would be found in the installed tree instead
+    from citeline.analyzer._store import connect
+    from citeline.analyzer._ingest import ingest
+except ImportError:
+    from citeline.analyzer.store import connect
+    from citeline.analyzer.sources.ingest import ingest
 con = connect({db!r})
 t = time.perf_counter()
 rep = ingest(con, [{traces!r}])
@@ -58,7 +63,7 @@ OUT = {{'seconds': time.perf_counter() - t, 'bytes': rep.bytes, 'spans': rep.spa
 
 CLASSIFY = """
 import time
-from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer import analyze  # public in every tree bench/versions.py compares
 marks = []
 t = time.perf_counter()
 r = analyze({db!r}, {evidence}={gold!r}, on_phase=lambda name: marks.append((name, time.perf_counter())))
@@ -77,7 +82,7 @@ OUT = {{'seconds': end - t, 'claims': sum(counts.values()), 'not_ok': sum(counts
 
 SECOND = """
 import time
-from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer import analyze
 t = time.perf_counter()
 r = analyze({db!r}, gold={gold!r}, traces=[{traces!r}])
 counts = r.summary
