@@ -120,16 +120,23 @@ class _JsonLinesSink:
 
     Lines are written under a lock until :meth:`shutdown`; a failed write (full disk) loses what it
     carried, logged once per failure episode and again, with the count lost, when writing works again.
-    Each exporter names its files (``_files``) and what they hold (``_items``, counted in ``_unit``)
-    for those log lines, and exposes the lost count under its own public name.
+    Each exporter names its files (``_suffix`` after the prefix; ``_files`` in log lines) and what they
+    hold (``_items``, counted in ``_unit``), and exposes the lost count under its own public name.
     """
 
+    _suffix: ClassVar[str] = ""
     _files: ClassVar[str]
     _items: ClassVar[str]
     _unit: ClassVar[str]
 
-    def __init__(self, directory: str | os.PathLike[str], prefix: str, max_bytes: int) -> None:
-        self._writer = _RotatingWriter(Path(directory), prefix, max_bytes)
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str = "citeline",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix) + self._suffix, max_bytes)
         self._lock = threading.Lock()
         self._closed = False
         self._lost = 0
@@ -180,15 +187,6 @@ class OTLPJsonFileExporter(_JsonLinesSink, SpanExporter):
     _files = "trace files"
     _items = "traces"
     _unit = "trace(s)"
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        prefix: str = "citeline",
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> None:
-        super().__init__(directory, _safe_prefix(prefix), max_bytes)
 
     @property
     def lost_traces(self) -> int:
@@ -351,18 +349,10 @@ class OTLPJsonLogExporter(_JsonLinesSink, LogRecordExporter):
     """Writes log records as OTLP/JSON lines (``resourceLogs``), one line per batch, beside the trace
     files (same folder, ``<prefix>-logs-`` files rotated by size)."""
 
+    _suffix = "-logs"
     _files = "log files"
     _items = "log records"
     _unit = "record(s)"
-
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        prefix: str = "citeline",
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> None:
-        super().__init__(directory, _safe_prefix(prefix) + "-logs", max_bytes)
 
     @property
     def lost_records(self) -> int:
