@@ -8,10 +8,10 @@ line by line goes through :func:`lines`; a .gz file is decompressed as it is rea
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 NEWLINE = b"\n"
 #: the longest line a re-read gives to DuckDB (longer ones are named, never parsed)
@@ -62,6 +62,28 @@ def lines(path: Path, hold: int) -> Iterator[tuple[int, bytes | None, int]]:
             parts = []
     if length:  # a last line without its newline
         yield n, (b"".join(parts) if length <= hold else None), length
+
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+def line_numbers(path: Path, wanted: Set[_K], keys: Callable[[bytes], Iterable[_K]]) -> dict[_K, str]:
+    """``line N`` for each of ``wanted`` that ``keys(line)`` yields on a line of ``path`` (its first such
+    line), in one streamed pass that stops once all are found. A line longer than MAX_LINE_BYTES is
+    passed over; a file that cannot be read to its end gives what was found before."""
+    found: dict[_K, str] = {}
+    try:
+        for n, line, _length in lines(path, hold=MAX_LINE_BYTES):
+            if line is None:
+                continue
+            for key in keys(line):
+                if key in wanted and key not in found:
+                    found[key] = f"line {n}"
+            if len(found) == len(wanted):
+                break
+    except (OSError, EOFError, TooLarge, gzip.BadGzipFile):
+        pass
+    return found
 
 
 @dataclass(frozen=True)

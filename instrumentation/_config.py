@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry import _logs, trace
@@ -127,19 +127,38 @@ class Citeline:
         return self.log_exporter.paths if self.log_exporter is not None else []
 
 
-class BoundedProcessor(SpanProcessor):
-    """A span processor whose shutdown and flush give up after ``timeout`` seconds.
+_P = TypeVar("_P", SpanProcessor, LogRecordProcessor)
+
+
+class _Bounded(Generic[_P]):
+    """Shutdown and flush that give up after ``timeout`` seconds: what :class:`BoundedProcessor` and
+    :class:`BoundedLogProcessor` share.
 
     The inner processor's shutdown runs in a daemon thread; when it is not done
-    by the deadline the app moves on (the thread dies with the process). The
-    request path (``on_start``/``on_end``) is the inner processor's, untouched.
+    by the deadline the app moves on (the thread dies with the process).
     """
 
-    def __init__(self, inner: SpanProcessor, timeout: float, what: str) -> None:
-        self.inner = inner
+    def __init__(self, inner: _P, timeout: float, what: str) -> None:
+        self.inner: _P = inner
         self.timeout = timeout
         self.what = what
         self._done = False
+
+    def shutdown(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        _bounded(self.what, "shutdown", self.inner.shutdown, self.timeout)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return _bounded(self.what, "flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
+
+
+class BoundedProcessor(_Bounded[SpanProcessor], SpanProcessor):
+    """A span processor whose shutdown and flush give up after ``timeout`` seconds (:class:`_Bounded`).
+
+    The request path (``on_start``/``on_end``) is the inner processor's, untouched.
+    """
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         self.inner.on_start(span, parent_context=parent_context)
@@ -147,37 +166,13 @@ class BoundedProcessor(SpanProcessor):
     def on_end(self, span: Any) -> None:
         self.inner.on_end(span)
 
-    def shutdown(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        _bounded(self.what, "shutdown", self.inner.shutdown, self.timeout)
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return _bounded(self.what, "flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
-
-
-class BoundedLogProcessor(LogRecordProcessor):
+class BoundedLogProcessor(_Bounded[LogRecordProcessor], LogRecordProcessor):
     """:class:`BoundedProcessor` for log records: shutdown and flush give up after ``timeout`` seconds."""
-
-    def __init__(self, inner: LogRecordProcessor, timeout: float, what: str) -> None:
-        self.inner = inner
-        self.timeout = timeout
-        self.what = what
-        self._done = False
 
     def on_emit(self, log_record: ReadWriteLogRecord) -> None:
         if not self._done:
             self.inner.on_emit(log_record)
-
-    def shutdown(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        _bounded(self.what, "shutdown", self.inner.shutdown, self.timeout)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return _bounded(self.what, "flush", lambda: self.inner.force_flush(timeout_millis), timeout_millis / 1000)
 
 
 def _bounded(what: str, action: str, fn: Any, timeout: float) -> bool:

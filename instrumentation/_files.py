@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import ReadableLogRecord
@@ -115,8 +115,19 @@ def _safe_prefix(name: str) -> str:
     return keep.strip("-") or "traces"
 
 
-class OTLPJsonFileExporter(SpanExporter):
-    """Writes spans as OTLP/JSON lines, one line per trace in each batch."""
+class _JsonLinesSink:
+    """A rotating OTLP/JSON lines file sink: what the span and the log record exporters share.
+
+    Lines are written under a lock until :meth:`shutdown`; a failed write (full disk) loses what it
+    carried, logged once per failure episode and again, with the count lost, when writing works again.
+    Each exporter names its files (``_suffix`` after the prefix; ``_files`` in log lines) and what they
+    hold (``_items``, counted in ``_unit``), and exposes the lost count under its own public name.
+    """
+
+    _suffix: ClassVar[str] = ""
+    _files: ClassVar[str]
+    _items: ClassVar[str]
+    _unit: ClassVar[str]
 
     def __init__(
         self,
@@ -125,16 +136,62 @@ class OTLPJsonFileExporter(SpanExporter):
         prefix: str = "citeline",
         max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
-        self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix), max_bytes)
+        self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix) + self._suffix, max_bytes)
         self._lock = threading.Lock()
         self._closed = False
-        self.lost_traces = 0
-        """Traces lost to failed writes in the current failure episode (0 while writing works)."""
+        self._lost = 0
 
     @property
     def paths(self) -> list[Path]:
         """Files written so far, oldest first."""
         return list(self._writer.paths)
+
+    def _write_lines(self, lines: Sequence[bytes], count: int) -> bool:
+        """Write ``lines`` (``count`` items); False when the write failed (once shut down, nothing is written)."""
+        with self._lock:
+            if self._closed:
+                return True
+            try:
+                self._writer.write_lines(lines)
+            except OSError as exc:
+                if not self._lost:
+                    _guard.log.warning(
+                        "citeline: writing %s under %s failed (%s); %s are lost until writing "
+                        "works again, which will be logged",
+                        self._files,
+                        self._writer.directory,
+                        exc,
+                        self._items,
+                    )
+                self._lost += count
+                return False
+            if self._lost:
+                _guard.log.warning(
+                    "citeline: writing %s works again; %d %s were lost", self._files, self._lost, self._unit
+                )
+                self._lost = 0
+            return True
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._writer.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class OTLPJsonFileExporter(_JsonLinesSink, SpanExporter):
+    """Writes spans as OTLP/JSON lines, one line per trace in each batch."""
+
+    _files = "trace files"
+    _items = "traces"
+    _unit = "trace(s)"
+
+    @property
+    def lost_traces(self) -> int:
+        """Traces lost to failed writes in the current failure episode (0 while writing works)."""
+        return self._lost
 
     def export_traces(self, traces: Sequence[Sequence[ReadableSpan]]) -> bool:
         """Write each group of spans (one trace) as one line; False when the write failed.
@@ -155,25 +212,7 @@ class OTLPJsonFileExporter(SpanExporter):
                 _guard.warn_once(
                     f"encode:{type(exc).__name__}", f"citeline: a trace could not be encoded and was left out: {exc!r}"
                 )
-        with self._lock:
-            if self._closed:
-                return True
-            try:
-                self._writer.write_lines(lines)
-            except OSError as exc:
-                if not self.lost_traces:
-                    _guard.log.warning(
-                        "citeline: writing trace files under %s failed (%s); traces are lost until writing "
-                        "works again, which will be logged",
-                        self._writer.directory,
-                        exc,
-                    )
-                self.lost_traces += len(lines)
-                return False
-            if self.lost_traces:
-                _guard.log.warning("citeline: writing trace files works again; %d trace(s) were lost", self.lost_traces)
-                self.lost_traces = 0
-            return True
+        return self._write_lines(lines, len(lines))
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         groups: dict[int, list[ReadableSpan]] = {}
@@ -181,14 +220,6 @@ class OTLPJsonFileExporter(SpanExporter):
             groups.setdefault(s.context.trace_id if s.context else 0, []).append(s)
         ok = self.export_traces(list(groups.values()))
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
-
-    def shutdown(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._writer.close()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
 
 
 def _is_local_root(span: ReadableSpan) -> bool:
@@ -314,27 +345,19 @@ class TraceFileProcessor(SpanProcessor):
         self.exporter.shutdown()
 
 
-class OTLPJsonLogExporter(LogRecordExporter):
+class OTLPJsonLogExporter(_JsonLinesSink, LogRecordExporter):
     """Writes log records as OTLP/JSON lines (``resourceLogs``), one line per batch, beside the trace
     files (same folder, ``<prefix>-logs-`` files rotated by size)."""
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        prefix: str = "citeline",
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> None:
-        self._writer = _RotatingWriter(Path(directory), _safe_prefix(prefix) + "-logs", max_bytes)
-        self._lock = threading.Lock()
-        self._closed = False
-        self.lost_records = 0
-        """Log records lost to failed writes in the current failure episode (0 while writing works)."""
+    _suffix = "-logs"
+    _files = "log files"
+    _items = "log records"
+    _unit = "record(s)"
 
     @property
-    def paths(self) -> list[Path]:
-        """Files written so far, oldest first."""
-        return list(self._writer.paths)
+    def lost_records(self) -> int:
+        """Log records lost to failed writes in the current failure episode (0 while writing works)."""
+        return self._lost
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         if not batch:
@@ -347,30 +370,5 @@ class OTLPJsonLogExporter(LogRecordExporter):
                 f"citeline: log records could not be encoded and were left out: {exc!r}",
             )
             return LogRecordExportResult.FAILURE
-        with self._lock:
-            if self._closed:
-                return LogRecordExportResult.SUCCESS
-            try:
-                self._writer.write_lines([line])
-            except OSError as exc:
-                if not self.lost_records:
-                    _guard.log.warning(
-                        "citeline: writing log files under %s failed (%s); log records are lost until writing "
-                        "works again, which will be logged",
-                        self._writer.directory,
-                        exc,
-                    )
-                self.lost_records += len(batch)
-                return LogRecordExportResult.FAILURE
-            if self.lost_records:
-                _guard.log.warning("citeline: writing log files works again; %d record(s) were lost", self.lost_records)
-                self.lost_records = 0
-        return LogRecordExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._writer.close()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
+        ok = self._write_lines([line], len(batch))
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE

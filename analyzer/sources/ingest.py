@@ -633,20 +633,11 @@ _SPAN_ID = re.compile(rb'"spanId"\s*:\s*"([^"]*)"')
 def _lines_of(path: str, span_ids: set[str]) -> dict[str, str]:
     """The line holding each of ``span_ids`` in one streamed pass over the file (only files with
     problem spans are read, each once however many problems it has)."""
-    found: dict[str, str] = {}
-    try:
-        for n, line, _length in _streaming.lines(Path(path), hold=MAX_LINE_BYTES):
-            if line is None:
-                continue
-            for m in _SPAN_ID.finditer(line):
-                sid = m.group(1).decode("utf-8", "replace").lower()
-                if sid in span_ids and sid not in found:
-                    found[sid] = f"line {n}"
-            if len(found) == len(span_ids):
-                break
-    except (OSError, EOFError, TooLarge, gzip.BadGzipFile):
-        pass
-    return found
+    return _streaming.line_numbers(
+        Path(path),
+        span_ids,
+        lambda line: (m.group(1).decode("utf-8", "replace").lower() for m in _SPAN_ID.finditer(line)),
+    )
 
 
 def _span_problems(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Problem]:

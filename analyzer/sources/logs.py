@@ -18,7 +18,6 @@ store is named in the problems (:func:`orphans`), never dropped silently.
 from __future__ import annotations
 
 import base64
-import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,6 @@ from citeline.analyzer import steps
 from citeline.analyzer import streaming as _streaming
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import run
-from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge
 from citeline.instrumentation import schema as K
 
 _ROLES_IN = ("system", "user", "assistant", "tool", "developer")
@@ -281,21 +279,15 @@ def orphans(con: duckdb.DuckDBPyConnection, files: list[str]) -> list[Problem]:
 def _line_numbers(con: duckdb.DuckDBPyConnection, path: str, lines: set[tuple[int, int]]) -> dict[tuple[int, int], str]:
     """``line N`` for each (hash, bytes) of ``lines`` in ``path``: one streamed pass, a hash only for
     lines that hold log records."""
-    found: dict[tuple[int, int], str] = {}
-    try:
-        for n, raw, _length in _streaming.lines(Path(path), hold=MAX_LINE_BYTES):
-            if raw is None or b'"resourceLogs"' not in raw:
-                continue
-            text = raw.removeprefix(b"\xef\xbb\xbf").removesuffix(b"\r").decode("utf-8", "replace")
-            (h,) = con.execute("SELECT hash($t)", {"t": text}).fetchall()[0]
-            key = (int(h), len(text.encode("utf-8")))
-            if key in lines and key not in found:
-                found[key] = f"line {n}"
-            if len(found) == len(lines):
-                break
-    except (OSError, EOFError, TooLarge, gzip.BadGzipFile):
-        pass
-    return found
+
+    def key(raw: bytes) -> list[tuple[int, int]]:
+        if b'"resourceLogs"' not in raw:
+            return []
+        text = raw.removeprefix(b"\xef\xbb\xbf").removesuffix(b"\r").decode("utf-8", "replace")
+        (h,) = con.execute("SELECT hash($t)", {"t": text}).fetchall()[0]
+        return [(int(h), len(text.encode("utf-8")))]
+
+    return _streaming.line_numbers(Path(path), lines, key)
 
 
 def stale_spans(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
