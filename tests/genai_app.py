@@ -28,10 +28,10 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 
 from citeline.instrumentation import request, retrieval
-from tests.oi_apps import Scenario
+from tests.oi_apps import Forward, Scenario
 from tests.openai_app import MODEL
 from tests.openai_app import _embed as embed
 
@@ -151,22 +151,9 @@ def instrumented(mode: str, provider: Any) -> Iterator[None]:
         _LLMETRY_FORWARD.target = None
 
 
-class _Forward(SpanProcessor):
-    """Hands every span to the provider of the run under way (its own, not tests/oi_apps.py's: the
-    OpenInference instrumentors of other tests stay on in the process and must not join these runs)."""
-
-    target: Any = None
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        if self.target is not None:
-            self.target._active_span_processor.on_start(span, parent_context=parent_context)
-
-    def on_end(self, span: Any) -> None:
-        if self.target is not None:
-            self.target._active_span_processor.on_end(span)
-
-
-_LLMETRY_FORWARD = _Forward()
+# a forwarder of its own (not tests/oi_apps.py's instance: the OpenInference instrumentors of other
+# tests stay on in the process and must not join these runs)
+_LLMETRY_FORWARD = Forward()
 
 
 @cache

@@ -137,7 +137,7 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-class _Forward(SpanProcessor):
+class Forward(SpanProcessor):
     """Hands every span to the provider of the run under way (set by traced_by)."""
 
     target: Any = None
@@ -151,7 +151,7 @@ class _Forward(SpanProcessor):
             self.target._active_span_processor.on_end(span)
 
 
-_FORWARD = _Forward()
+_FORWARD = Forward()
 _SHARED = TracerProvider()
 _SHARED.add_span_processor(_FORWARD)
 _INSTRUMENTED: set[type] = set()
