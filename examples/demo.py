@@ -305,6 +305,15 @@ def gold_path() -> Path:
     return Path(str(resources.files("citeline.examples").joinpath("policy_gold.yaml")))
 
 
+def check_fixes(fixed: set[str] | None) -> None:
+    """``fixed`` names broken scenarios only (a KeyError naming the choices otherwise)."""
+    by_name = {s.name for s in SCENARIOS}
+    for name in fixed or ():
+        if name not in by_name or f"{name}~fixed" not in by_name:
+            broken = ", ".join(s.name for s in SCENARIOS if s.bucket != "ok")
+            raise KeyError(f"no broken scenario {name!r}; choose from {broken}")
+
+
 def run_scenarios(
     bot: PolicyBot | None = None,
     scenarios: list[Scenario] | None = None,
@@ -319,10 +328,8 @@ def run_scenarios(
     bot = bot or PolicyBot()
     chosen = list(scenarios if scenarios is not None else SCENARIOS)
     by_name = {s.name: s for s in SCENARIOS}
+    check_fixes(fixed)
     for name in fixed or ():
-        if name not in by_name or f"{name}~fixed" not in by_name:
-            broken = ", ".join(s.name for s in SCENARIOS if s.bucket != "ok")
-            raise KeyError(f"no broken scenario {name!r}; choose from {broken}")
         twin = by_name[f"{name}~fixed"]
         chosen = [replace(twin, name=name) if s.name == name else s for s in chosen]
     answers = []

@@ -50,7 +50,7 @@ def s3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
     proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        for _ in range(600):  # 30 s: moto_server imports much of boto, slow on a loaded machine
             try:
                 urllib.request.urlopen(endpoint + "/moto-api/", timeout=1)
                 break

@@ -33,7 +33,7 @@ from citeline.analyzer.run.rejudge import rejudge
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.scaleout.partitioned import Cluster, analyze_partitioned
 from citeline.analyzer.store import BUCKETS
-from citeline.examples.demo import gold_path, run_scenarios
+from citeline.examples.demo import check_fixes, gold_path, run_scenarios
 from citeline.instrumentation import configure
 
 
@@ -302,11 +302,13 @@ def print_result(result: AnalysisResult, fmt: str) -> None:
 def demo_command(args: argparse.Namespace) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     trace_dir = Path(args.traces) / f"run-{stamp}"
+    try:  # before anything is configured: a wrong --fix leaves no tracing behind
+        check_fixes(set(args.fix or []))
+    except KeyError as exc:  # --fix names no scenario
+        raise CliError(str(exc.args[0])) from exc
     handle = configure(service_name="policy-bot", trace_dir=trace_dir)
     try:
         run_scenarios(fixed=set(args.fix or []))
-    except KeyError as exc:  # --fix names no scenario
-        raise CliError(str(exc.args[0])) from exc
     finally:
         handle.shutdown()
     err(f"example app: traces written to {trace_dir}/")
