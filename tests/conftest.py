@@ -7,6 +7,7 @@ import os
 # citeline's guard re-raises its own bugs under test (user hooks are still swallowed)
 os.environ["CITELINE_STRICT"] = "1"
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,6 +86,15 @@ def make_tracing(tmp_path: Path, **kwargs: Any) -> Tracing:
     trace_dir = tmp_path / "traces"
     handle = configure("test-bot", trace_dir=trace_dir, tracer_provider=provider, **kwargs)
     return Tracing(handle, memory, trace_dir)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """hypothesis runs the suite beside pytest (properties sit in the core modules); say so in one line."""
+    if importlib.util.find_spec("hypothesis") is None:
+        raise pytest.UsageError(
+            "citeline's tests need hypothesis beside pytest: pip install pytest hypothesis "
+            "(a test that needs more skips naming it; every test: pip install 'citeline[test]')"
+        )
 
 
 @pytest.fixture(autouse=True)

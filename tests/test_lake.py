@@ -27,9 +27,11 @@ from citeline.analyzer.cli.main import main
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
+from tests.extras import needs
 
-boto3 = pytest.importorskip("boto3")
-pytest.importorskip("s3fs")
+boto3 = needs("boto3", "puts the objects into the loopback S3")
+needs("s3fs", "the S3 driver of --traces s3://; also 'citeline[lake]'")
+needs("moto", "the loopback S3 server")
 
 ROWS = "case_id, gold_claim_id, bucket, stage, span_id, reason, claim_text"
 LAYOUT = "traces/year=2026/month=12/day=01/hour=03/minute={m:02d}/traces_{n}.json"

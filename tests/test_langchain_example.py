@@ -9,8 +9,11 @@ import sys
 import pytest
 
 from citeline.analyzer.testing import gold_cases, render_text
-from citeline.examples import langchain_app
 from citeline.examples.demo import gold_path
+from tests.extras import needs
+
+needs("langchain_core", "the example is a LangChain app")
+from citeline.examples import langchain_app  # noqa: E402
 
 GOLD = str(gold_path())
 

@@ -18,7 +18,16 @@ from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 from tests.chat_server import chat_server
-from tests.nli_model import build
+from tests.extras import needs
+
+
+def build(folder: Path) -> Path:
+    """The tiny model of tests/nli_model.py: onnx writes it, the nli judge runs it on onnxruntime."""
+    needs("onnx", "writes the tiny NLI model")
+    needs("onnxruntime", "runs the nli judge; also 'citeline[nli]'")
+    from tests.nli_model import build
+
+    return build(folder)
 
 
 @pytest.fixture(scope="module")

@@ -37,9 +37,10 @@ from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partit
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
-from tests.test_lake import _collector_objects, _upload, s3  # noqa: F401 - s3: the loopback S3 fixture
+from tests.extras import needs
 
-distributed = pytest.importorskip("distributed")
+distributed = needs("distributed", "a LocalCluster for --engine dask; also 'citeline[dask]'")
+from tests.test_lake import _collector_objects, _upload, s3  # noqa: E402, F401 - s3: the loopback S3 fixture
 
 #: every table a run writes, beside claim_results and case_results
 RUN_TABLES = ("unmatched_traces", "missing_cases", "run_skipped_text", "run_support", "run_span_chunks",
