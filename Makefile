@@ -28,11 +28,12 @@ lint: $(VENV)/.test
 	$(BIN)/ruff format --check .
 
 # mypy cannot follow setuptools' editable-install finder, so it reads the
-# package through a symlink tree laid out as it is installed (citeline.*).
+# package through a symlink tree laid out as it is installed (citeline.*);
+# the tests (and the bench helpers they import) are read from here, as strictly.
 typecheck: $(VENV)/.test
 	rm -rf $(TYPES) && mkdir -p $(TYPES)/citeline
 	for d in instrumentation analyzer examples queries; do ln -s ../../../$$d $(TYPES)/citeline/$$d; done
-	MYPYPATH=$(TYPES) $(BIN)/mypy -p citeline.instrumentation -p citeline.analyzer -p citeline.examples
+	MYPYPATH=$(TYPES) $(BIN)/mypy -p citeline.instrumentation -p citeline.analyzer -p citeline.examples -p tests
 
 test: lint typecheck
 	$(BIN)/pytest

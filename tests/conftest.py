@@ -60,6 +60,22 @@ def read_trace_files(directory: Path) -> list[dict[str, Any]]:
     return spans
 
 
+def attr_str(span: ReadableSpan, key: str) -> str:
+    """A span's string attribute ``key``, asserted to be a string."""
+    value = (span.attributes or {})[key]
+    assert isinstance(value, str), f"{key} is {value!r}, not a string"
+    return value
+
+
+def attr_strs(span: ReadableSpan, key: str) -> tuple[str, ...]:
+    """A span's string-array attribute ``key``, asserted to be one."""
+    value = (span.attributes or {})[key]
+    assert isinstance(value, tuple), f"{key} is {value!r}, not an array"
+    strings = tuple(v for v in value if isinstance(v, str))
+    assert len(strings) == len(value), f"{key} is {value!r}, not strings"
+    return strings
+
+
 @dataclass
 class Tracing:
     """A configured citeline writing to memory and to a trace folder."""

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from citeline.instrumentation import Chunk, retrieval
 from citeline.instrumentation._chunks import content_hash, to_columns, to_record
-from tests.conftest import Tracing, make_tracing, read_trace_files
+from tests.conftest import Tracing, attr_str, make_tracing, read_trace_files
 
 
 def test_own_chunk_type() -> None:
@@ -123,10 +123,10 @@ def test_iterators_are_not_consumed(tracing: Tracing, monkeypatch: pytest.Monkey
 
     assert list(search("q")) == [{"doc_id": "d", "chunk_id": "d#1"}]
     (span,) = tracing.by_stage("retrieval")
-    assert "iterator" in (span.attributes or {})["citeline.adapter_error"]
+    assert "iterator" in attr_str(span, "citeline.adapter_error")
 
 
-ids = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+ids = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

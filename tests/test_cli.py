@@ -20,8 +20,10 @@ DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin an
 def test_every_command_has_help_with_an_example() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) >= {"demo", "analyze", "validate", "calibrate"}  # type: ignore[union-attr]
-    for name, cmd in sub.choices.items():  # type: ignore[union-attr]
+    choices = sub.choices
+    assert isinstance(choices, dict)
+    assert set(choices) >= {"demo", "analyze", "validate", "calibrate"}
+    for name, cmd in choices.items():
         text = cmd.format_help()
         assert cmd.description, name
         assert f"example: citeline {name}" in text, name

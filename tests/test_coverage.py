@@ -18,7 +18,7 @@ from citeline.instrumentation import context_assembly, generation, request, retr
 from tests.conftest import Tracing, make_tracing
 
 QUESTION = "What is the discount?"
-GOLD = {
+GOLD: dict[str, list[dict[str, Any]]] = {
     "corpus": [
         {"chunk_id": "disc#staff", "doc_id": "disc", "text": "Staff get 25% off accessories."},
         {"chunk_id": "disc#public", "doc_id": "disc", "text": "Customers get 10% off accessories."},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +28,7 @@ class ScriptedJudge(RulesJudge):
     version = "1"
     script: ClassVar[list[str | None]] = []
 
-    def judge(self, claim: str, evidence: list[str], facts: Any = (), quotes: Any = ()) -> Judgment:
+    def judge(self, claim: str, evidence: Sequence[str], facts: Any = (), quotes: Any = ()) -> Judgment:
         label = self.script[len(claim) % len(self.script)]
         if label is None:
             raise_or_none: Any = None

@@ -70,7 +70,7 @@ def demo_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
 
 def _spans(lines: list[bytes]) -> list[tuple[Any, Any, dict[str, Any]]]:
     """Every span of the lines with the resource and scope it was written under."""
-    out = []
+    out: list[tuple[Any, Any, dict[str, Any]]] = []
     for line in lines:
         doc = json.loads(line)
         for rs in doc["resourceSpans"]:

@@ -73,7 +73,7 @@ def claim(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
     trace: str,
-    case: str,
+    case: str | None,
     gold: str | None,
     bucket: str,
     *,

@@ -54,7 +54,8 @@ def test_slices_hold_traces_whose_spans_were_stored_apart(tmp_path: Path, monkey
 
     whole, _ = run_and_analyze(tmp_path, SCENARIOS)
     lines = next(tmp_path.glob("**/traces/*.jsonl")).read_bytes().split(b"\n")[:-1]
-    first, second = [], []
+    first: list[str] = []
+    second: list[str] = []
     for line in lines:
         doc = json.loads(line)
         spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]

@@ -112,9 +112,10 @@ def _gfm(text: str) -> str:
     import cmarkgfm
     from cmarkgfm.cmark import Options
 
-    return cmarkgfm.markdown_to_html_with_extensions(
+    rendered: str = cmarkgfm.markdown_to_html_with_extensions(
         text, options=Options.CMARK_OPT_UNSAFE, extensions=["table", "autolink", "strikethrough", "tagfilter"]
     )
+    return rendered
 
 
 def test_the_markdown_report_renders_no_markup_link_or_image_from_a_trace(
