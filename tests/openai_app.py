@@ -125,8 +125,13 @@ class ChatServer:
                         "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
                     }
                     self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                end = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
+                end = {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": MODEL,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                }
                 self.wfile.write(b"data: " + json.dumps(end).encode() + b"\n\ndata: [DONE]\n\n")
 
         self.requests = 0

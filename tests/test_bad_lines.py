@@ -79,8 +79,20 @@ def test_every_skip_is_counted_the_same_on_stderr_and_in_json(
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n{junk\n")
-    code = main(["analyze", "--traces", str(folder), "--gold", str(gold_path()), "--db", str(tmp_path / "s.duckdb"),
-                 "--format", "json", "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "analyze",
+            "--traces",
+            str(folder),
+            "--gold",
+            str(gold_path()),
+            "--db",
+            str(tmp_path / "s.duckdb"),
+            "--format",
+            "json",
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0
     doc = json.loads(out.out)

@@ -66,8 +66,12 @@ def test_trace_volume_is_shared_between_collector_and_job() -> None:
     env = services["citeline-nightly"]["environment"]
     assert env["CITELINE_TRACES"] == "/traces"
     assert env["CITELINE_PHOENIX_API"] == "http://phoenix:6006"
-    assert set(services["citeline-nightly"]["depends_on"]) == {"phoenix", "otel-collector", "dask-scheduler",
-                                                               "dask-worker"}  # fmt: skip
+    assert set(services["citeline-nightly"]["depends_on"]) == {
+        "phoenix",
+        "otel-collector",
+        "dask-scheduler",
+        "dask-worker",
+    }
 
 
 def test_collector_pipeline_fans_out_to_phoenix_and_files() -> None:
@@ -121,8 +125,16 @@ def test_scheduler_and_two_one_thread_workers() -> None:
     assert scheduler["entrypoint"] == ["dask"]
     assert scheduler["command"] == ["scheduler", "--port", "8786", "--dashboard-address", ":8787"]
     assert worker["entrypoint"] == ["dask"]
-    assert worker["command"] == ["worker", "tcp://dask-scheduler:8786", "--nthreads", "1", "--nworkers", "1",
-                                 "--dashboard-address", ":8789"]  # fmt: skip
+    assert worker["command"] == [
+        "worker",
+        "tcp://dask-scheduler:8786",
+        "--nthreads",
+        "1",
+        "--nworkers",
+        "1",
+        "--dashboard-address",
+        ":8789",
+    ]
     assert worker["deploy"]["replicas"] == 2
     # one process of one thread per worker container: citeline's text work is CPU-bound Python
     assert _option(worker["command"], "--nthreads") == "1"
@@ -207,16 +219,31 @@ def _nightly(tmp_path: Path, **env: str) -> list[list[str]]:
     }
     done = subprocess.run(
         ["bash", str(ROOT / "deploy" / "nightly.sh"), "--once"],
-        capture_output=True, text=True, timeout=60, env={**base, **env}, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**base, **env},
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads((tmp_path / "report.json").read_text()) == {}  # analyze's stdout, where the script puts it
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def _analyze_argv(tmp_path: Path, *engine: str) -> list[str]:
-    return ["analyze", "--traces", str(tmp_path / "traces"), "--gold", str(tmp_path / "gold.yaml"),
-            "--db", str(tmp_path / "store.duckdb"), "--quiet", *engine, "--format", "json"]  # fmt: skip
+    return [
+        "analyze",
+        "--traces",
+        str(tmp_path / "traces"),
+        "--gold",
+        str(tmp_path / "gold.yaml"),
+        "--db",
+        str(tmp_path / "store.duckdb"),
+        "--quiet",
+        *engine,
+        "--format",
+        "json",
+    ]
 
 
 def test_nightly_runs_in_one_process_without_a_scheduler(tmp_path: Path) -> None:
@@ -231,10 +258,12 @@ def test_nightly_runs_in_one_process_without_a_scheduler(tmp_path: Path) -> None
     ("extra", "engine"),
     [
         ({}, ["--engine", "dask", "--scheduler", "tcp://dask-scheduler:8786"]),
-        ({"CITELINE_PARTITIONS": "16"}, ["--engine", "dask", "--scheduler", "tcp://dask-scheduler:8786",
-                                         "--partitions", "16"]),
+        (
+            {"CITELINE_PARTITIONS": "16"},
+            ["--engine", "dask", "--scheduler", "tcp://dask-scheduler:8786", "--partitions", "16"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_nightly_with_the_compose_environment_runs_on_the_scheduler(
     tmp_path: Path, extra: dict[str, str], engine: list[str]
 ) -> None:
@@ -245,10 +274,19 @@ def test_nightly_with_the_compose_environment_runs_on_the_scheduler(
     db = str(tmp_path / "store.duckdb")
     assert calls == [
         _analyze_argv(tmp_path, *engine),
-        ["report", "--db", db, "--format", "html", "--out", str(tmp_path / "report.html"),
-         "--fail-on", "access_violation>0"],
+        [
+            "report",
+            "--db",
+            db,
+            "--format",
+            "html",
+            "--out",
+            str(tmp_path / "report.html"),
+            "--fail-on",
+            "access_violation>0",
+        ],
         ["annotate", "--db", db, "--phoenix", "http://phoenix:6006"],
-    ]  # fmt: skip
+    ]
 
 
 def test_dask_workers_run_with_the_worker_settings_citeline_uses() -> None:

@@ -87,12 +87,13 @@ def test_whole_rows_of_the_corpus_only_meaning_checks(corpus_run: dict[str, Outc
             "bucket": "grounding",
             "stage": "generation",
             "flags": ["grounding"],
-            "reason": "factual claim without a citation, and nothing in the context supports it; " + NO_GOLD
+            "reason": "factual claim without a citation, and nothing in the context supports it; "
+            + NO_GOLD
             + ": add a case for this question)",
             "support_label": None,
             "cited_chunks": [],
         },
-    }  # fmt: skip
+    }
     (answer,) = corpus_run["acl-filter-off~fixed"].rows  # an abstention: no claim, its trace still checked
     assert (answer["gold_claim_id"], answer["claim_text"], answer["bucket"], answer["reason"]) == (
         "(answer)",
@@ -316,8 +317,10 @@ def test_analyze_with_a_corpus_jsonl_and_no_gold(tmp_path: Path, capsys: Any) ->
     finally:
         handle.shutdown()
     db = str(tmp_path / "s.duckdb")
-    assert main(["analyze", "--traces", str(tmp_path / "traces"), "--corpus", str(corpus), "--db", db,
-                 "--format", "json"]) == 0  # fmt: skip
+    assert (
+        main(["analyze", "--traces", str(tmp_path / "traces"), "--corpus", str(corpus), "--db", db, "--format", "json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert sorted((c["bucket"], c["basis"]) for c in out["claims"]) == [
         ("attribution", "corpus"),

@@ -107,8 +107,22 @@ def test_coverage_names_every_unjoined_trace_and_every_case_never_run(tmp_path: 
     orphan_id = f"{0x5EED:032x}"
 
     db = tmp_path / "s.duckdb"
-    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", str(db),
-                 "--format", "json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "analyze",
+                "--traces",
+                str(t.trace_dir),
+                "--gold",
+                str(_gold(tmp_path)),
+                "--db",
+                str(db),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     ambiguous = ["c-old", "c-public", "c-staff"]
     expected_unmatched = sorted(
         [
@@ -220,8 +234,10 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
     ask(QUESTION, principal={"id": "s", "groups": ["staff"]})
     t.handle.shutdown()
     db = str(tmp_path / "s.duckdb")
-    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db,
-                 "--format", "json"]) == 0  # fmt: skip
+    assert (
+        main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db, "--format", "json"])
+        == 0
+    )
     capsys.readouterr()
     assert main(["report", "--db", db, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -77,8 +77,10 @@ def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
 
     con = duckdb.connect(str(db), read_only=True)
     try:  # what the stored runs 1 and 2 say differently: exactly what rejudge lists, without storing a run
-        q = ("SELECT trace_id, coalesce(gold_claim_id, claim_text), support_label, bucket FROM claim_results "
-             "WHERE run_id = ? AND claim_text IS NOT NULL")  # fmt: skip
+        q = (
+            "SELECT trace_id, coalesce(gold_claim_id, claim_text), support_label, bucket FROM claim_results "
+            "WHERE run_id = ? AND claim_text IS NOT NULL"
+        )
         before = {r[:2]: r[2:] for r in con.execute(q, [run1]).fetchall()}
         after = {r[:2]: r[2:] for r in con.execute(q, [run2]).fetchall()}
         runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]

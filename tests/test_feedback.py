@@ -26,8 +26,10 @@ CLAIM = "Refunds are issued to the original payment method within 5 business day
 
 @retrieval
 def _search(q: str) -> list[dict[str, Any]]:
-    return [{"chunk_id": c, "doc_id": c.split("#")[0], "version": "v4", "text": TEXT[c]}
-            for c in ("returns-v4#refunds-3", "returns-v4#eligibility-2")]  # fmt: skip
+    return [
+        {"chunk_id": c, "doc_id": c.split("#")[0], "version": "v4", "text": TEXT[c]}
+        for c in ("returns-v4#refunds-3", "returns-v4#eligibility-2")
+    ]
 
 
 @context_assembly

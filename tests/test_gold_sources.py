@@ -76,10 +76,23 @@ def test_a_phoenix_dataset_imports_as_gold_and_the_demo_traces_join_it(
         ],
     )
     out = tmp_path / "imported.yaml"
-    # fmt: off
-    run = cli("gold", "import", "--phoenix", phoenix.url, "--phoenix-dataset", name, "--support-key", "doc_ids",
-              "--id-key", "case", "--corpus", str(gold_path()), "--out", str(out), cwd=tmp_path)
-    # fmt: on
+    run = cli(
+        "gold",
+        "import",
+        "--phoenix",
+        phoenix.url,
+        "--phoenix-dataset",
+        name,
+        "--support-key",
+        "doc_ids",
+        "--id-key",
+        "case",
+        "--corpus",
+        str(gold_path()),
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     assert f"phoenix dataset {name!r} example" in run.stderr and "no text under 'question'" in run.stderr
     assert "1 document id(s) are not in the corpus" in run.stderr and "shipping-v9#gone" in run.stderr

@@ -184,16 +184,37 @@ def test_a_missing_bucket_is_named_and_the_rest_is_read(s3: str, demo: list[byte
 def test_nothing_readable_in_object_storage_exits_2_naming_it(
     s3: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["analyze", "--traces", "s3://no-such-bucket/traces/", "--gold", str(gold_path()),
-                 "--db", str(tmp_path / "s.duckdb")])  # fmt: skip
+    code = main(
+        [
+            "analyze",
+            "--traces",
+            "s3://no-such-bucket/traces/",
+            "--gold",
+            str(gold_path()),
+            "--db",
+            str(tmp_path / "s.duckdb"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "nothing readable in object storage: s3://no-such-bucket/traces/:-: -: does not exist" in err
     assert "citeline-test-secret" not in err
     empty = boto3.client("s3")
     empty.create_bucket(Bucket="empty")
-    assert main(["analyze", "--traces", "s3://empty/traces/", "--gold", str(gold_path()),
-                 "--db", str(tmp_path / "s.duckdb")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "analyze",
+                "--traces",
+                "s3://empty/traces/",
+                "--gold",
+                str(gold_path()),
+                "--db",
+                str(tmp_path / "s.duckdb"),
+            ]
+        )
+        == 2
+    )
     assert "s3://empty/traces/:-: -: no such bucket or prefix; skipped" in capsys.readouterr().err
 
 

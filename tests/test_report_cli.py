@@ -205,8 +205,14 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
             pass
         os.close(master)
         assert (b"ingesting" in seen) is expect
-        for step in (b"joining traces to cases...", b"splitting answers into claims...", b"judging support...",
-                     b"classifying...", b"classified traces: 40 / 40", b"storing the run..."):  # fmt: skip
+        for step in (
+            b"joining traces to cases...",
+            b"splitting answers into claims...",
+            b"judging support...",
+            b"classifying...",
+            b"classified traces: 40 / 40",
+            b"storing the run...",
+        ):
             assert (step in seen) is expect, seen
         assert json.loads(proc.stdout)["summary"]
 

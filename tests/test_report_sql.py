@@ -431,8 +431,9 @@ def _mixed_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime
     claim(con, run_id, "t2", "c2", "g", "grounding", stage="generation", span="s2")
     claim(con, run_id, "t3", None, None, corpus_a, text="A.", basis="corpus", stage="generation", span="s3")
     claim(con, run_id, "t3", None, None, "ok", text="B.", basis="corpus")
-    claim(con, run_id, "t4", None, "(answer)", "access_violation", text=None, basis="corpus", stage="retrieval",
-          span="s4")  # fmt: skip
+    claim(
+        con, run_id, "t4", None, "(answer)", "access_violation", text=None, basis="corpus", stage="retrieval", span="s4"
+    )
     verdicts = [
         ("t1", "c1", "ok", "gold"),
         ("t2", "c2", "grounding", "gold"),
@@ -453,10 +454,14 @@ def test_basis_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
     _mixed_run(store, "m0", T0, "ok")
     _mixed_run(store, "m1", T0 + dt.timedelta(days=1), "grounding")
     zero = dict.fromkeys(BUCKETS, 0)
-    by_basis = [(b, bucket, n) for b, counts in (
-        ("gold", {**zero, "grounding": 1, "ok": 1}),
-        ("corpus", {**zero, "access_violation": 1, "grounding": 1, "ok": 1}),
-    ) for bucket, n in counts.items()]  # fmt: skip
+    by_basis = [
+        (b, bucket, n)
+        for b, counts in (
+            ("gold", {**zero, "grounding": 1, "ok": 1}),
+            ("corpus", {**zero, "access_violation": 1, "grounding": 1, "ok": 1}),
+        )
+        for bucket, n in counts.items()
+    ]
     assert run(store, "report_basis", run_id="m1") == by_basis
     assert [r[1:] for r in run(store, "report_buckets", run_id="m1", basis="corpus") if r[2]] == [
         ("access_violation", 1, 0.3333),
@@ -487,10 +492,20 @@ def test_basis_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
         )
     ]
     assert run(store, "report_failing_claims", run_id="m1", basis="corpus") == [
-        (None, "(answer)", None, "access_violation", "retrieval", "why access_violation", "t4", "s4",
-         ["access_violation"], "corpus"),
+        (
+            None,
+            "(answer)",
+            None,
+            "access_violation",
+            "retrieval",
+            "why access_violation",
+            "t4",
+            "s4",
+            ["access_violation"],
+            "corpus",
+        ),
         (None, None, "A.", "grounding", "generation", "why grounding", "t3", "s3", ["grounding"], "corpus"),
-    ]  # fmt: skip
+    ]
     assert [r[6] for r in run(store, "report_failing_claims", run_id="m1", basis="gold")] == ["t2"]
     # the corpus claim "A." went ok -> grounding: a regression of the corpus basis, by its text
     assert run(store, "report_regressions", run_id="m1", previous_run_id=None) == [

@@ -17,6 +17,7 @@ from citeline.analyzer.labels.calibrate import calibrate
 
 DATA = Path(__file__).resolve().parent / "data"
 
+# fmt: skip below: a table, one example a row with its fields across (ruff would set one field a line)
 RULES = [
     # (rule, claim, evidence, label)
     ("window", "The museum is closed on Mondays.",
@@ -65,6 +66,7 @@ def test_each_rule_on_its_motivating_example(rule: str, claim: str, evidence: st
 
 # --- v3: the qualifiers (issue #24). Each example: v2 said entailed; v3 says otherwise, and why ------------
 
+# fmt: skip below: a table, one example a row with its fields across (ruff would set one field a line)
 V3 = [
     # (reader, claim, evidence, v3 label, v3 rationale)
     ("comparison", "Orders under $50 ship free.", "Orders over $50 ship free within the continental US.",
@@ -112,6 +114,7 @@ V3 = [
 ]  # fmt: skip
 
 # each example's twin: the same reader reads it and finds nothing wrong (v2 and v3 both entailed)
+# fmt: skip below: a table, one example a row with its fields across (ruff would set one field a line)
 TWINS = [
     ("comparison", "Orders over $50 ship free.", "Orders over $50 ship free within the continental US."),
     ("comparison", "Cancellations need 48 hours or more of notice.", "Cancellations need at least 48 hours of notice."),
@@ -176,6 +179,7 @@ def test_the_version_is_an_option_and_names_the_judge() -> None:
         load("rules", version="4")
 
 
+# fmt: skip below: the cue words read across (ruff would set one a line)
 _CUES = [
     "under", "over", "at least", "at most", "before", "after", "since", "within", "or more", "or less", "per day",
     "per user", "monthly", "a month", "fell", "rose", "increase", "decrease", "all", "every", "some", "always",

@@ -137,8 +137,8 @@ def test_fill_types_python_columns_as_the_declaration_does() -> None:
     ]
     _steps.fill(con, "t_answer_claims", rows=[])  # nothing: the declared table, empty
     assert con.execute("SELECT count(*) FROM t_answer_claims").fetchall() == [(0,)]
-    assert [t for _n, t, *_ in con.execute("DESCRIBE t_answer_claims").fetchall()] == [
-        "BIGINT", "BIGINT", "VARCHAR", "VARCHAR[]", "BOOLEAN", "BIGINT[]"]  # fmt: skip
+    types = [t for _n, t, *_ in con.execute("DESCRIBE t_answer_claims").fetchall()]
+    assert types == ["BIGINT", "BIGINT", "VARCHAR", "VARCHAR[]", "BOOLEAN", "BIGINT[]"]
     with pytest.raises(_steps.StepError, match=r"t_answer_skipped: given columns \['kind', 'split'\]; declared"):
         _steps.fill(con, "t_answer_skipped", {"split": [1], "kind": ["greeting"]})
     with pytest.raises(_steps.StepError, match=r"t_nowhere is not declared in queries/text_tables\.sql"):
