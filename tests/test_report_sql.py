@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import duckdb
 import pytest
@@ -69,6 +69,39 @@ def add_run(
     )
 
 
+class Columns(TypedDict, total=False):
+    """The claim_results columns a test may set; each has a default in ``DEFAULTS``."""
+
+    text: str | None
+    chain: tuple[bool, ...]
+    cites: int
+    invalid: int
+    aligned: int
+    expect: str
+    abstained: bool
+    flags: list[str] | None
+    stage: str | None
+    span: str | None
+    label: str
+    basis: str
+
+
+DEFAULTS: Columns = {
+    "text": "claim text",
+    "chain": (True,) * 6,
+    "cites": 1,
+    "invalid": 0,
+    "aligned": 1,
+    "expect": "answer",
+    "abstained": False,
+    "flags": None,
+    "stage": None,
+    "span": None,
+    "label": "entailed",
+    "basis": "gold",
+}
+
+
 def claim(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -76,20 +109,11 @@ def claim(
     case: str | None,
     gold: str | None,
     bucket: str,
-    *,
-    text: str | None = "claim text",
-    chain: tuple[bool, ...] = (True,) * 6,
-    cites: int = 1,
-    invalid: int = 0,
-    aligned: int = 1,
-    expect: str = "answer",
-    abstained: bool = False,
-    flags: list[str] | None = None,
-    stage: str | None = None,
-    span: str | None = None,
-    label: str = "entailed",
-    basis: str = "gold",
+    **columns: Unpack[Columns],
 ) -> None:
+    """One claim_results row; ``flags`` default to the bucket's own flag (none for ok)."""
+    c: Columns = {**DEFAULTS, **columns}
+    flags = c["flags"]
     con.execute(
         # these columns by name: the others (rationale, generation span) stay NULL
         f"INSERT INTO claim_results ({', '.join(_CLAIM_COLUMNS)}) VALUES ({', '.join('?' * len(_CLAIM_COLUMNS))})",
@@ -98,22 +122,22 @@ def claim(
             trace,
             case,
             gold,
-            text,
+            c["text"],
             bucket,
-            stage,
-            span,
+            c["stage"],
+            c["span"],
             flags if flags is not None else ([] if bucket == "ok" else [bucket]),
             f"why {bucket}",
-            label,
+            c["label"],
             [],
             T0,
-            *chain,
-            cites,
-            invalid,
-            aligned,
-            expect,
-            abstained,
-            basis,
+            *c["chain"],
+            c["cites"],
+            c["invalid"],
+            c["aligned"],
+            c["expect"],
+            c["abstained"],
+            c["basis"],
         ],
     )
 
