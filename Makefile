@@ -1,12 +1,13 @@
 # citeline: two commands on a fresh machine (README "Quick start").
 #   make demo   set up .venv and run the embedded default end to end
 #   make test   set up .venv with the test extras, lint, type-check and run the suite
+#   make test-fast  lint, then the suite without Phoenix, Chromium, Dask clusters or slow tests
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TYPES  := build/typecheck
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test test-fast lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,12 @@ typecheck: $(VENV)/.test
 
 test: lint typecheck
 	$(BIN)/pytest
+
+# the inner loop: no Phoenix, no browser, no Dask cluster, nothing marked slow (pyproject.toml
+# markers), on two pytest-xdist workers; `make test` (CI) still runs every test
+FAST := not integration and not browser and not cluster and not slow
+test-fast: lint
+	$(BIN)/pytest -m "$(FAST)" -n 2
 
 # the figures in docs/benchmarks.md (about 5 minutes on 2 cores; 1.3 GB of synthetic traces in a temp dir)
 bench: $(VENV)/.base

@@ -113,6 +113,17 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that reaches the Phoenix server carries the integration mark: make test-fast never starts one."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "phoenix" in getattr(item, "fixturenames", ()) and item.get_closest_marker("integration") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("mark these @pytest.mark.integration, they start Phoenix: " + ", ".join(unmarked))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_log_once_state() -> None:
     """citeline logs each kind of problem once per process; each test starts as a fresh process would."""

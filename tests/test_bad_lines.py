@@ -48,6 +48,7 @@ def test_a_junk_first_line_costs_only_itself(tmp_path: Path, lines: list[bytes])
     ]
 
 
+@pytest.mark.slow
 def test_a_bom_and_crlf_file_reads_like_any_other(tmp_path: Path, lines: list[bytes]) -> None:
     plain, windows = tmp_path / "plain", tmp_path / "windows"
     plain.mkdir()
@@ -72,6 +73,7 @@ def test_a_line_duckdb_stored_is_never_also_called_skipped(tmp_path: Path, lines
     assert [p.split(": ")[0] for s, p in r.problem_lines() if s] == [f"{folder / 'a.jsonl'}:line 2"]
 
 
+@pytest.mark.slow
 def test_every_skip_is_counted_the_same_on_stderr_and_in_json(
     tmp_path: Path, lines: list[bytes], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -110,6 +110,7 @@ def test_a_healthy_gz_file_is_read_whole_with_no_slow_path(
     assert (result.traces_read, result.skipped, slow) == (len(SCENARIOS), 0, [])
 
 
+@pytest.mark.slow
 def test_a_line_too_large_for_the_memory_limit_is_one_problem_and_the_rest_is_analyzed(
     tmp_path: Path, demo_file: Path
 ) -> None:
@@ -175,6 +176,7 @@ def test_problem_spans_are_placed_in_one_read_of_their_file(
     assert opened.count(folder / "good.jsonl") == 1  # 50 problems, one read
 
 
+@pytest.mark.slow
 def test_file_names_are_taken_literally(tmp_path: Path, demo_file: Path) -> None:
     folder = tmp_path / "traces"
     folder.mkdir()

@@ -154,6 +154,7 @@ def test_rules_judge_currency_codes_and_symbols() -> None:
     assert j.judge("anything", []).label == "not_applicable"
 
 
+@pytest.mark.slow
 def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """A large run splits its distinct answers in worker processes: the columns must be exactly one process's."""
     import random

@@ -30,6 +30,7 @@ def test_every_command_has_help_with_an_example() -> None:
         assert "--db" in text, name
 
 
+@pytest.mark.slow
 def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed", "should-abstain")]
     run_and_analyze(tmp_path / "gen", picked)
@@ -124,6 +125,7 @@ def test_missing_gold_file_is_a_clear_error(tmp_path: Path, capsys: pytest.Captu
     assert "does not exist; pass --gold FILE" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_runs_offline_and_shows_every_bucket(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("citeline")
     out = subprocess.run(

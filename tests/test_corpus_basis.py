@@ -198,6 +198,7 @@ def _traffic(trace_dir: Path, times: int) -> None:
         handle.shutdown()
 
 
+@pytest.mark.slow
 def test_one_judgment_per_claim_and_cited_set_and_the_cache_is_shared_with_gold_runs(tmp_path: Path) -> None:
     _traffic(tmp_path / "once", 1)
     _traffic(tmp_path / "twice", 2)
@@ -232,6 +233,7 @@ def _some_gold(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_mixed_run_counts_coverage_bases_reports_and_gates_exactly(tmp_path: Path, capsys: Any) -> None:
     handle = configure(service_name="policy-bot", trace_dir=tmp_path / "traces", tracer_provider=TracerProvider())
     try:

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
@@ -186,6 +187,7 @@ TRACE = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces=st.lists(TRACE, min_size=1, max_size=6))
 def test_claim_rows_are_exactly_the_cases_claims_plus_unmatched_generated_ones(
@@ -228,6 +230,7 @@ def test_claim_rows_are_exactly_the_cases_claims_plus_unmatched_generated_ones(
     assert len(rows) == sum(result.summary.values())
 
 
+@pytest.mark.slow
 def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) -> None:
     t = make_tracing(tmp_path)
     ask("Anything", case_id="nope")
@@ -269,6 +272,7 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
     ]
 
 
+@pytest.mark.slow
 def test_a_gate_never_passes_on_a_run_with_no_claims(tmp_path: Path, capsys: Any) -> None:
     t = make_tracing(tmp_path)  # a trace whose root (the request) is elsewhere: nothing to judge, on any basis
     remote = SpanContext(0x5EED, 0xF00D, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))

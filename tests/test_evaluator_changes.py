@@ -36,6 +36,7 @@ def _report(db: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict:  
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -93,6 +94,7 @@ def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
     assert runs == 3  # rejudge stored nothing
 
 
+@pytest.mark.slow
 def test_gates_read_metrics_and_name_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "s.duckdb"
     assert main(["demo", "--traces", str(tmp_path / "t"), "--db", str(db)]) == 0

@@ -42,6 +42,7 @@ def _answer(ctx: Any) -> str:
     return f"{CLAIM} [1]. Opened electronics may be returned within 30 days [2]."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["during", "after"])
 def test_a_report_flags_its_claim_and_drafts_a_case_that_reproduces_it(
     tmp_path: Path, when: str, capsys: pytest.CaptureFixture[str]

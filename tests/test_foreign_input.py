@@ -41,6 +41,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_analyze_output_saved_in_the_trace_folder_is_named_once(
     tmp_path: Path, traces: tuple[Path, dict[str, int]], capsys: Any
 ) -> None:
@@ -128,6 +129,7 @@ def test_report_reads_a_read_only_store(tmp_path: Path, traces: tuple[Path, dict
     assert _digest(db) == before
 
 
+@pytest.mark.slow
 def test_a_store_in_use_and_paths_of_the_wrong_kind_give_one_line(
     tmp_path: Path, traces: tuple[Path, dict[str, int]], capsys: Any
 ) -> None:

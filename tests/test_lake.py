@@ -140,6 +140,7 @@ def _rows(db: Path) -> list[tuple[Any, ...]]:
         con.close()
 
 
+@pytest.mark.slow
 def test_a_prefix_in_the_collectors_layout_reads_as_the_same_files_on_disk(
     s3: str, demo: list[bytes], tmp_path: Path
 ) -> None:
@@ -170,6 +171,7 @@ def test_a_prefix_in_the_collectors_layout_reads_as_the_same_files_on_disk(
     assert again.summary == local.summary
 
 
+@pytest.mark.slow
 def test_a_missing_bucket_is_named_and_the_rest_is_read(s3: str, demo: list[bytes], tmp_path: Path) -> None:
     objects = _collector_objects(demo)
     _upload(objects)
@@ -218,6 +220,7 @@ def test_nothing_readable_in_object_storage_exits_2_naming_it(
     assert "s3://empty/traces/:-: -: no such bucket or prefix; skipped" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_forbidden_key_and_a_truncated_object_are_named_and_the_rest_is_read(
     s3: str, demo: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,6 +35,7 @@ def test_every_gold_case_passes_the_gate() -> None:
         langchain_app.answer_case(case)
 
 
+@pytest.mark.slow
 def test_every_stage_is_seen_and_the_app_findings_are_the_known_ones(citeline) -> None:  # type: ignore[no-untyped-def]
     result = citeline.perturb(langchain_app.answer_case, gold=GOLD)
     assert result.all_seen, render_text(result)

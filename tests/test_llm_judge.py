@@ -230,6 +230,7 @@ def test_calibrate_with_the_llm_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (out["false_support"], out["missed_support"]) == (0.5, 0.5)
 
 
+@pytest.mark.slow
 def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path: Path) -> None:
     picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed")]
     _, outcomes = run_and_analyze(tmp_path, picked)
@@ -259,6 +260,7 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
     assert (slow2["bucket"], slow2["support_label"]) == ("grounding", "contradicted")
 
 
+@pytest.mark.slow
 def test_analyze_gives_the_llm_judge_each_claims_question_and_its_chunks_corpus_entries(tmp_path: Path) -> None:
     """The question and the metadata reach the judge from a real run: every request of the demo's scenarios
     carries its case's question and, for each evidence text, the gold corpus entry it is."""

@@ -13,10 +13,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench import synth
 from citeline.analyzer.run.analyze import analyze
 
 
+@pytest.mark.slow
 def test_a_right_uncited_sentence_keeps_its_gold_claim_against_a_cited_neighbour(tmp_path: Path) -> None:
     synth.write_traces(tmp_path / "traces", 1_000, distinct=True, seed=11)
     synth.gold(tmp_path / "gold.json")

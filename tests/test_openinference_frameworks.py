@@ -28,6 +28,7 @@ from citeline.instrumentation import configure
 from tests.oi_apps import APPS, SCENARIOS, TEXT, Scenario, run_llama_index
 
 pytestmark = [
+    pytest.mark.slow,  # fifty real LlamaIndex, LangChain and Haystack apps, about a second each
     # the instrumentors' own deprecations (warnings are errors in this suite: the LlamaIndex
     # instrumentor would lose its LLM spans to this one, raised inside its handler)
     pytest.mark.filterwarnings("ignore:The `json` method is deprecated:DeprecationWarning"),

@@ -42,6 +42,8 @@ from tests.extras import needs
 distributed = needs("distributed", "a LocalCluster for --engine dask; also 'citeline[dask]'")
 from tests.test_lake import _collector_objects, _upload, s3  # noqa: E402, F401 - s3: the loopback S3 fixture
 
+pytestmark = pytest.mark.cluster  # worker processes on loopback: make test-fast leaves them out
+
 #: every table a run writes, beside claim_results and case_results
 RUN_TABLES = (
     "unmatched_traces",

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from tests.oi_apps import SCENARIOS
@@ -40,6 +42,7 @@ def _snippet() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_the_readme_openai_app_gives_the_bucket_of_its_answer(tmp_path: Path) -> None:
     code = (
         HARNESS

@@ -233,6 +233,7 @@ def _agreement(name: str, version: str) -> tuple[int, float, float]:
     return a.n, round(a.kappa, 3), round(a.false_support, 3)
 
 
+@pytest.mark.slow
 def test_v2_agrees_with_people_exactly_as_it_did() -> None:
     """v2 stays loadable for comparison, and answers as it always did: the figures of docs/judges.md."""
     assert _agreement("wice/claim_test.jsonl", "2") == (358, 0.424, 0.154)
@@ -261,6 +262,7 @@ def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
     assert v3[1] >= v2[1], (v2, v3)
 
 
+@pytest.mark.slow
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from citeline.analyzer.cli.main import main
     from citeline.analyzer.run.analyze import analyze
@@ -291,6 +293,7 @@ def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsy
     assert "no run has human labels; run analyze with --labels FILE first" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_large_batch_on_every_core_answers_as_one_process_does() -> None:
     """judge_many spreads 4,000+ items over processes (grouped by evidence): same answers, same order."""
     from citeline.analyzer.judges import JudgeItem
@@ -325,6 +328,7 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
     assert verdict.label == "entailed", verdict
 
 
+@pytest.mark.slow
 def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
     """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
     from citeline.analyzer.run.analyze import analyze

@@ -30,6 +30,7 @@ _text = st.lists(
 ).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.lists(_text, min_size=1, max_size=4, unique=True), gold=st.lists(_text, min_size=1, max_size=3))
 def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]) -> None:
@@ -67,6 +68,7 @@ def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]
     assert got == want
 
 
+@pytest.mark.slow
 def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,6 +97,7 @@ def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_do
     assert pooled.to_dicts() == one.to_dicts()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     claim=st.text(),

@@ -212,6 +212,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _write(tmp, [{"case_id": "staff-perk", "principal": {"id": "x", "groups": ["staff"]}}])
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     who=st.sampled_from(sorted(_ENCODINGS)),
