@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from citeline.instrumentation import context_assembly, generation, render, request, resolution, retrieval
+from tests.extras import needs
 from tests.oi_apps import CORPUS, TEXT, Scenario, label_of
 
 if TYPE_CHECKING:
@@ -174,6 +175,8 @@ class App:
         faults: str = "",
         decorators: frozenset[str] | None = None,
     ):
+        needs("openai", "the OpenAI SDK the app calls")
+        needs("qdrant_client", "the app's in-process vector store")
         from openai import OpenAI
         from qdrant_client import QdrantClient, models
 
@@ -267,6 +270,7 @@ class App:
 @contextmanager
 def openai_instrumented(provider: Any) -> Iterator[None]:
     """OpenAIInstrumentor on for the process (once, as an app does at start-up), spans to ``provider``."""
+    needs("openinference.instrumentation.openai", "the OpenAI SDK's OpenInference instrumentor")
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     from tests.oi_apps import traced_by

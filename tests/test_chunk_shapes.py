@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from citeline.instrumentation import Chunk, retrieval
 from citeline.instrumentation._chunks import content_hash, to_columns, to_record
 from tests.conftest import Tracing, attr_str, make_tracing, read_trace_files
+from tests.extras import needs
 
 
 def test_own_chunk_type() -> None:
@@ -48,6 +49,7 @@ def test_plain_object_with_attributes() -> None:
 
 
 def test_langchain_document_and_scored_pairs() -> None:
+    needs("langchain_core", "LangChain's Document")
     from langchain_core.documents import Document
 
     doc = Document(
@@ -76,6 +78,7 @@ def test_langchain_document_and_scored_pairs() -> None:
 
 
 def test_llamaindex_node_with_score() -> None:
+    needs("llama_index.core", "LlamaIndex's nodes")
     from llama_index.core.schema import NodeWithScore, TextNode
 
     node = TextNode(

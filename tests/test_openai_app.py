@@ -20,8 +20,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
+from tests.extras import needs
 from tests.oi_apps import SCENARIOS
 from tests.openai_app import App, ChatServer, openai_instrumented
+
+needs("openai", "the OpenAI SDK the app calls")
+needs("qdrant_client", "the app's in-process vector store")
+needs("openinference.instrumentation.openai", "the OpenAI SDK's OpenInference instrumentor")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:openinference")
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from citeline.examples.demo import gold_path
+from tests.extras import needs
 
 pytest_plugins = ["pytester"]
 
@@ -198,6 +199,7 @@ def test_fail_on_gates_a_test_and_a_module(suite: pytest.Pytester) -> None:
 
 @pytest.mark.slow
 def test_two_xdist_workers_sum_into_one_summary(suite: pytest.Pytester) -> None:
+    needs("xdist", "runs the suite on two workers")
     suite.makepyfile(
         test_many="""
         import pytest
