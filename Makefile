@@ -1,12 +1,13 @@
 # citeline: two commands on a fresh machine (README "Quick start").
 #   make demo   set up .venv and run the embedded default end to end
 #   make test   set up .venv with the test extras, lint, type-check and run the suite
+#   make test-fast  lint, then the suite without Phoenix, Chromium, Dask clusters or slow tests
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TYPES  := build/typecheck
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test test-fast lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,14 +29,21 @@ lint: $(VENV)/.test
 	$(BIN)/ruff format --check .
 
 # mypy cannot follow setuptools' editable-install finder, so it reads the
-# package through a symlink tree laid out as it is installed (citeline.*).
+# package through a symlink tree laid out as it is installed (citeline.*);
+# the tests (and the bench helpers they import) are read from here, as strictly.
 typecheck: $(VENV)/.test
 	rm -rf $(TYPES) && mkdir -p $(TYPES)/citeline
 	for d in instrumentation analyzer examples queries; do ln -s ../../../$$d $(TYPES)/citeline/$$d; done
-	MYPYPATH=$(TYPES) $(BIN)/mypy -p citeline.instrumentation -p citeline.analyzer -p citeline.examples
+	MYPYPATH=$(TYPES) $(BIN)/mypy -p citeline.instrumentation -p citeline.analyzer -p citeline.examples -p tests
 
 test: lint typecheck
 	$(BIN)/pytest
+
+# the inner loop: no Phoenix, no browser, no Dask cluster, nothing marked slow (pyproject.toml
+# markers), on two pytest-xdist workers; `make test` (CI) still runs every test
+FAST := not integration and not browser and not cluster and not slow
+test-fast: lint
+	$(BIN)/pytest -m "$(FAST)" -n 2
 
 # the figures in docs/benchmarks.md (about 5 minutes on 2 cores; 1.3 GB of synthetic traces in a temp dir)
 bench: $(VENV)/.base

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from citeline.analyzer.judges import JudgeItem, Judgment
 from citeline.analyzer.judges._rules import _facts
-from citeline.analyzer.text import _comparable, _content_words, _same_value, _show, _stem, fold, values
+from citeline.analyzer.text import Value, _comparable, _content_words, _same_value, _show, _stem, fold, values
 
 # round 1 compared negation and may/must anywhere in the whole evidence: kept here as it was
 _NEG = re.compile(r"\b(not|no|never|none|cannot|can't|won't|isn't|aren't|doesn't|don't|without|neither|nor)\b|n't\b")
@@ -21,6 +21,37 @@ def _shared_ratio(claim: str, evidence: str) -> float:
         return 1.0
     ev = {_stem(w) for w in _content_words(evidence)}
     return len(words & ev) / len(words)
+
+
+def _quote_missing(quotes: list[str], ev_fold: str) -> Judgment | None:
+    for q in quotes:
+        if q and fold(q) not in ev_fold:
+            return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
+    return None
+
+
+def _values_differ(claim_values: list[Value], ev_values: list[Value]) -> Judgment | None:
+    """A value of the claim the evidence states otherwise, or (numbers aside) does not state."""
+    for v in claim_values:
+        if any(_same_value(v, e) for e in ev_values):
+            continue
+        rivals = [e for e in ev_values if _comparable(v, e) and v[0] != "num"]
+        if rivals:
+            return Judgment("contradicted", f"claim says {_show(v)}, evidence says {_show(rivals[0])}")
+        if v[0] != "num":
+            return Judgment("insufficient", f"evidence does not state {_show(v)}")
+    return None
+
+
+def _wording_differs(claim_fold: str, ev_fold: str, ratio: float) -> Judgment | None:
+    """Negation or obligation (may vs must) that differs between the claim and the whole evidence."""
+    if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and ratio >= 0.5:
+        return Judgment("contradicted", "negation differs between claim and evidence")
+    c_must, e_must = bool(_MUST.search(claim_fold)), bool(_MUST.search(ev_fold))
+    c_may, e_may = bool(_MAY.search(claim_fold)), bool(_MAY.search(ev_fold))
+    if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
+        return Judgment("contradicted", "obligation differs (may vs must)")
+    return None
 
 
 class RulesJudgeV1:
@@ -40,28 +71,15 @@ class RulesJudgeV1:
             return Judgment("not_applicable", "no evidence text to judge against")
         ev = " ".join(evidence)
         ev_fold, claim_fold = fold(ev), fold(claim)
-        for q in quotes or []:
-            if q and fold(q) not in ev_fold:
-                return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
-        claim_values, ev_values = values(claim), values(ev)
-        verdict = _facts(claim, facts or [])  # the gold-fact check is the same in v1 and v2
+        ratio = _shared_ratio(claim, ev)
+        verdict = (
+            _quote_missing(quotes or [], ev_fold)
+            or _facts(claim, facts or [])  # the gold-fact check is the same in v1 and v2
+            or _values_differ(values(claim), values(ev))
+            or _wording_differs(claim_fold, ev_fold, ratio)
+        )
         if verdict is not None:
             return verdict
-        for v in claim_values:
-            if any(_same_value(v, e) for e in ev_values):
-                continue
-            rivals = [e for e in ev_values if _comparable(v, e) and v[0] != "num"]
-            if rivals:
-                return Judgment("contradicted", f"claim says {_show(v)}, evidence says {_show(rivals[0])}")
-            if v[0] != "num":
-                return Judgment("insufficient", f"evidence does not state {_show(v)}")
-        ratio = _shared_ratio(claim, ev)
-        if bool(_NEG.search(claim_fold)) != bool(_NEG.search(ev_fold)) and ratio >= 0.5:
-            return Judgment("contradicted", "negation differs between claim and evidence")
-        c_must, e_must = bool(_MUST.search(claim_fold)), bool(_MUST.search(ev_fold))
-        c_may, e_may = bool(_MAY.search(claim_fold)), bool(_MAY.search(ev_fold))
-        if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
-            return Judgment("contradicted", "obligation differs (may vs must)")
         if ratio >= self.coverage:
             return Judgment("entailed", f"{ratio:.0%} of the claim's words are in the evidence; values agree")
         return Judgment("insufficient", f"only {ratio:.0%} of the claim's words are in the evidence")

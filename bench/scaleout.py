@@ -213,8 +213,10 @@ def _projection(sums: dict[str, float], finish: float, n: int, size: int, scale_
             parts = {"map (too few map tasks)" if w > maps else "map": m, "reduce": r, "driver's storing": driver}
             worst = max(parts, key=lambda p: parts[p])
             eff = one / (w * total)
-            lines.append(f"| {w} | {m:.1f} | {r:.1f} | {driver:.1f} | {total:.1f} | {traces / total:,.0f} | "
-                         f"{eff:.2f} | {worst if eff < 0.8 else '-'} |")  # fmt: skip
+            lines.append(
+                f"| {w} | {m:.1f} | {r:.1f} | {driver:.1f} | {total:.1f} | {traces / total:,.0f} | "
+                f"{eff:.2f} | {worst if eff < 0.8 else '-'} |"
+            )
     return lines
 
 
@@ -242,22 +244,31 @@ def main() -> None:
     gold, traces, size, own = _traces(args.workdir, args.n, args.per_file)
     root = Path(tempfile.mkdtemp(prefix="citeline-scaleout-stores-", dir=args.workdir))
     try:
-        print(f"{args.n:,} distinct-answer traces, {size / 1e6:,.0f} MB in {-(-args.n // args.per_file)} files; "
-              f"{os.cpu_count()} cores")  # fmt: skip
+        print(
+            f"{args.n:,} distinct-answer traces, {size / 1e6:,.0f} MB in {-(-args.n // args.per_file)} files; "
+            f"{os.cpu_count()} cores"
+        )
         runs: list[tuple[str, dict[str, Any], bool | None]] = []
         one = _timed(_ONE.format(db=str(root / "one.duckdb"), gold=str(gold), traces=str(traces)), root)
         runs.append(("one process (its pool on every core)", one, None))
         core = _timed(_ONE_CORE.format(db=str(root / "core.duckdb"), gold=str(gold), traces=str(traces)), root)
-        runs.append(("one core (no pool, 1 DuckDB thread)", core,
-                     _same_rows(root / "one.duckdb", one["run_id"], root / "core.duckdb", core["run_id"])))  # fmt: skip
+        runs.append(
+            (
+                "one core (no pool, 1 DuckDB thread)",
+                core,
+                _same_rows(root / "one.duckdb", one["run_id"], root / "core.duckdb", core["run_id"]),
+            )
+        )
         dask: dict[int, dict[str, Any]] = {}
         for workers in (1, 2):
             db = root / f"dask{workers}.duckdb"
-            code = _DASK.format(workers=workers, db=str(db), gold=str(gold), traces=str(traces),
-                                partitions=args.partitions)  # fmt: skip
+            code = _DASK.format(
+                workers=workers, db=str(db), gold=str(gold), traces=str(traces), partitions=args.partitions
+            )
             got = dask[workers] = _timed(code, root)
-            same = got["summary"] == one["summary"] and _same_rows(root / "one.duckdb", one["run_id"], db,
-                                                                   got["run_id"])  # fmt: skip
+            same = got["summary"] == one["summary"] and _same_rows(
+                root / "one.duckdb", one["run_id"], db, got["run_id"]
+            )
             runs.append((f"LocalCluster, {workers} one-thread worker(s)", got, same))
         args.gold = gold
         _report(args, size, runs, one, core, dask)
@@ -280,38 +291,52 @@ def _report(
     print("|---|---:|---:|---:|---:|---:|---|")
     for name, r, same in runs:
         start = f"{r['cluster_start']:.1f}" if "cluster_start" in r else "-"
-        print(f"| {name} | {r['seconds']:.1f} | {n / r['seconds']:,.0f} | {start} | {r['cpu_s']:.0f} | "
-              f"{r['others_cpu_s']:.0f} | {'-' if same is None else ('yes' if same else 'NO')} |")  # fmt: skip
+        print(
+            f"| {name} | {r['seconds']:.1f} | {n / r['seconds']:,.0f} | {start} | {r['cpu_s']:.0f} | "
+            f"{r['others_cpu_s']:.0f} | {'-' if same is None else ('yes' if same else 'NO')} |"
+        )
     for name, r, _same in runs:
         print(f"{name}: driver's phases, s: {r['phases']}")
     sums = {w: _task_sums(d["engine"]) for w, d in dask.items()}
-    print("| cluster | map tasks | ingest s | cut s | reduce load s | analyze s | hand back s | "
-          "driver: files s | driver: spans s | driver: rows s | storing the run s |")  # fmt: skip
+    print(
+        "| cluster | map tasks | ingest s | cut s | reduce load s | analyze s | hand back s | "
+        "driver: files s | driver: spans s | driver: rows s | storing the run s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w, s in sums.items():
         finish = dask[w]["phases"].get("storing the run", 0.0)
-        print(f"| {w} worker(s) | {s['map_tasks']:.0f} | {s['ingest']:.1f} | {s['cut']:.1f} | {s['load']:.1f} | "
-              f"{s['analyze']:.1f} | {s['hand_back']:.1f} | {s['store_ingest']:.1f} | {s['store_spans']:.1f} | "
-              f"{s['store_rows']:.1f} | "
-              f"{finish:.1f} |")  # fmt: skip
+        print(
+            f"| {w} worker(s) | {s['map_tasks']:.0f} | {s['ingest']:.1f} | {s['cut']:.1f} | {s['load']:.1f} | "
+            f"{s['analyze']:.1f} | {s['hand_back']:.1f} | {s['store_ingest']:.1f} | {s['store_spans']:.1f} | "
+            f"{s['store_rows']:.1f} | "
+            f"{finish:.1f} |"
+        )
     s1 = sums[1]
     core_classify = core["seconds"] - core["ingest"]
     print(f"one core: ingest {core['ingest']:.1f} s, the rest (classification and storing) {core_classify:.1f} s")
     per_bucket = n / s1["reduce"]
-    print(f"per-bucket throughput of a one-core worker: {per_bucket:,.0f} traces/s (reduce tasks' own seconds) vs "
-          f"{n / core_classify:,.0f} for the one-core process after ingest: "
-          f"{_verdict(per_bucket / (n / core_classify), 0.8)}")  # fmt: skip
+    print(
+        f"per-bucket throughput of a one-core worker: {per_bucket:,.0f} traces/s (reduce tasks' own seconds) vs "
+        f"{n / core_classify:,.0f} for the one-core process after ingest: "
+        f"{_verdict(per_bucket / (n / core_classify), 0.8)}"
+    )
     if s1["reduce_cpu"]:  # CPU seconds: what a busy machine's other processes move least
         cpu_bucket, cpu_core = n / s1["reduce_cpu"], n / core["cpu_after_ingest"]
-        print(f"the same in CPU seconds: reduce tasks {s1['reduce_cpu']:.1f} s ({cpu_bucket:,.0f} traces/s) vs the "
-              f"one-core process after ingest {core['cpu_after_ingest']:.1f} s ({cpu_core:,.0f} traces/s): "
-              f"{_verdict(cpu_bucket / cpu_core, 0.8)}; map tasks {s1['map_cpu']:.1f} s")  # fmt: skip
+        print(
+            f"the same in CPU seconds: reduce tasks {s1['reduce_cpu']:.1f} s ({cpu_bucket:,.0f} traces/s) vs the "
+            f"one-core process after ingest {core['cpu_after_ingest']:.1f} s ({cpu_core:,.0f} traces/s): "
+            f"{_verdict(cpu_bucket / cpu_core, 0.8)}; map tasks {s1['map_cpu']:.1f} s"
+        )
     best = one["seconds"] / (dask[2]["cpu_s"] / 2)  # two idle cores run the 2-worker run's CPU in half its sum
-    print(f"CPU seconds of the whole run: one process {one['cpu_s']:.0f}, 2 workers {dask[2]['cpu_s']:.0f}: on two "
-          f"idle cores the 2-worker run could be at best {best:.2f}x the one-process run measured here")  # fmt: skip
+    print(
+        f"CPU seconds of the whole run: one process {one['cpu_s']:.0f}, 2 workers {dask[2]['cpu_s']:.0f}: on two "
+        f"idle cores the 2-worker run could be at best {best:.2f}x the one-process run measured here"
+    )
     whole = n / (s1["map"] + s1["reduce"])
-    print(f"a one-core worker's whole share (map + reduce tasks): {whole:,.0f} traces/s vs {n / core['seconds']:,.0f} "
-          f"for the whole one-core run: {whole / (n / core['seconds']):.2f}x")  # fmt: skip
+    print(
+        f"a one-core worker's whole share (map + reduce tasks): {whole:,.0f} traces/s vs {n / core['seconds']:,.0f} "
+        f"for the whole one-core run: {whole / (n / core['seconds']):.2f}x"
+    )
     print(f"2 workers vs one process on these cores: {_verdict(one['seconds'] / dask[2]['seconds'], 0.9)}")
     print(
         f"map/shuffle cost (1 worker): map tasks {s1['map']:.1f} s (ingest {s1['ingest']:.1f}, cutting and "
@@ -319,8 +344,10 @@ def _report(
         f"files {s1['store_ingest']:.1f} s, spans {s1['store_spans']:.1f} s and rows {s1['store_rows']:.1f} s"
     )
     parse = _gold_parse_seconds(args.gold)
-    print(f"the driver reads the gold set once ({parse:.2f} s here) and ships it as read: no partition parses it "
-          f"(it cost each of the {args.partitions} partitions as much before)")  # fmt: skip
+    print(
+        f"the driver reads the gold set once ({parse:.2f} s here) and ships it as read: no partition parses it "
+        f"(it cost each of the {args.partitions} partitions as much before)"
+    )
     finish = dask[1]["phases"].get("storing the run", 0.0)
     for line in _projection(s1, finish, n, size, args.scale_to):
         print(line)

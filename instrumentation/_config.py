@@ -248,7 +248,7 @@ def _span_attribute_limit(provider: Any) -> int:
     return value if isinstance(value, int) and value > 0 else DEFAULT_SPAN_ATTRIBUTES
 
 
-def configure(
+def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyword and one check per documented option
     service_name: str | None = None,
     *,
     trace_dir: str | os.PathLike[str] | None = None,

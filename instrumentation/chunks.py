@@ -164,7 +164,7 @@ def _from_fields(get: Any, text: str, meta: Mapping[str, Any] | None = None) -> 
     )
 
 
-def to_record(obj: Any) -> ChunkRecord:
+def to_record(obj: Any) -> ChunkRecord:  # noqa: PLR0911 - one return per chunk shape it accepts
     """Normalise one chunk-like object; raises TypeError for shapes we cannot read."""
     if isinstance(obj, ChunkRecord):
         return obj

@@ -42,7 +42,7 @@ def _double(v: float) -> Any:
     return "Infinity" if v > 0 else "-Infinity"
 
 
-def any_value(v: Any) -> dict[str, Any]:
+def any_value(v: Any) -> dict[str, Any]:  # noqa: PLR0911 - exact-type dispatch in the export hot loop
     """An OTLP AnyValue for one attribute value (exact-type checks first: this is the hot loop)."""
     t = type(v)
     if t is str:

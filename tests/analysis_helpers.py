@@ -58,8 +58,11 @@ def run_and_analyze(
     finally:
         t.handle.shutdown()
     db = tmp_path / "store.duckdb"
-    evidence = {"corpus": gold or gold_path()} if corpus_only else {"gold": gold or gold_path()}
-    result = analyze(db, traces=[t.trace_dir], **evidence)
+    source = gold or gold_path()
+    if corpus_only:
+        result = analyze(db, traces=[t.trace_dir], corpus=source)
+    else:
+        result = analyze(db, traces=[t.trace_dir], gold=source)
     con = duckdb.connect(str(db))
     try:
         spans = con.execute("SELECT trace_id, stage, span_id FROM spans").fetchall()

@@ -7,6 +7,7 @@ import os
 # citeline's guard re-raises its own bugs under test (user hooks are still swallowed)
 os.environ["CITELINE_STRICT"] = "1"
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,6 +60,22 @@ def read_trace_files(directory: Path) -> list[dict[str, Any]]:
     return spans
 
 
+def attr_str(span: ReadableSpan, key: str) -> str:
+    """A span's string attribute ``key``, asserted to be a string."""
+    value = (span.attributes or {})[key]
+    assert isinstance(value, str), f"{key} is {value!r}, not a string"
+    return value
+
+
+def attr_strs(span: ReadableSpan, key: str) -> tuple[str, ...]:
+    """A span's string-array attribute ``key``, asserted to be one."""
+    value = (span.attributes or {})[key]
+    assert isinstance(value, tuple), f"{key} is {value!r}, not an array"
+    strings = tuple(v for v in value if isinstance(v, str))
+    assert len(strings) == len(value), f"{key} is {value!r}, not strings"
+    return strings
+
+
 @dataclass
 class Tracing:
     """A configured citeline writing to memory and to a trace folder."""
@@ -85,6 +102,26 @@ def make_tracing(tmp_path: Path, **kwargs: Any) -> Tracing:
     trace_dir = tmp_path / "traces"
     handle = configure("test-bot", trace_dir=trace_dir, tracer_provider=provider, **kwargs)
     return Tracing(handle, memory, trace_dir)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """hypothesis runs the suite beside pytest (properties sit in the core modules); say so in one line."""
+    if importlib.util.find_spec("hypothesis") is None:
+        raise pytest.UsageError(
+            "citeline's tests need hypothesis beside pytest: pip install pytest hypothesis "
+            "(a test that needs more skips naming it; every test: pip install 'citeline[test]')"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that reaches the Phoenix server carries the integration mark: make test-fast never starts one."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "phoenix" in getattr(item, "fixturenames", ()) and item.get_closest_marker("integration") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("mark these @pytest.mark.integration, they start Phoenix: " + ", ".join(unmarked))
 
 
 @pytest.fixture(autouse=True)

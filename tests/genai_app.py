@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -63,7 +63,7 @@ def _collection(docs: list[dict[str, Any]]) -> Any:
         )
         col.add(
             ids=[d["chunk_id"] for d in docs],
-            embeddings=[embed(d["text"]) for d in docs],
+            embeddings=cast(Any, [embed(d["text"]) for d in docs]),  # chroma's stubs want numpy arrays
             documents=[d["text"] for d in docs],
             metadatas=[{"uri": d["uri"], "version": str(d.get("version", ""))} for d in docs],
         )
@@ -108,9 +108,10 @@ class HelpDesk:
         if self.call == "json":
             extra["response_format"] = {"type": "json_object"}
         if self.call == "stream":
-            pieces = self.client.chat.completions.create(model=MODEL, messages=messages, stream=True, **extra)
+            chat: Any = self.client.chat.completions  # plain dict messages: the SDK's TypedDicts are not needed
+            pieces = chat.create(model=MODEL, messages=messages, stream=True, **extra)
             return "".join(p.choices[0].delta.content or "" for p in pieces if p.choices)
-        reply = self.client.chat.completions.create(model=MODEL, messages=messages, **extra)
+        reply = cast(Any, self.client.chat.completions).create(model=MODEL, messages=messages, **extra)
         return str(reply.choices[0].message.content)
 
     def ask(self) -> str:
@@ -136,7 +137,7 @@ def instrumented(mode: str, provider: Any) -> Iterator[None]:
     if mode == "otel":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-        v2 = OpenAIInstrumentor()
+        v2 = OpenAIInstrumentor()  # type: ignore[no-untyped-call]
         v2.instrument(tracer_provider=provider)
         try:
             yield
@@ -163,5 +164,5 @@ def _llmetry_on() -> None:
 
     shared = TracerProvider()
     shared.add_span_processor(_LLMETRY_FORWARD)
-    OpenAIInstrumentor().instrument(tracer_provider=shared)
-    ChromaInstrumentor().instrument(tracer_provider=shared)
+    OpenAIInstrumentor().instrument(tracer_provider=shared)  # type: ignore[no-untyped-call]
+    ChromaInstrumentor().instrument(tracer_provider=shared)  # type: ignore[no-untyped-call]

@@ -25,6 +25,7 @@ import yaml
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from citeline.examples.demo import gold_path
+from tests.extras import needs
 
 CORPUS: list[dict[str, Any]] = yaml.safe_load(gold_path().read_text())["corpus"]
 TEXT = {c["chunk_id"]: c["text"] for c in CORPUS}
@@ -190,6 +191,8 @@ def run_llama_index(
 ) -> str:
     """A VectorStoreIndex behind LlamaIndex's CitationQueryEngine (or, with engine="plain", the index's
     default query engine, whose prompt numbers nothing); the answer text."""
+    needs("llama_index.core", "LlamaIndex")
+    needs("openinference.instrumentation.llama_index", "LlamaIndex's OpenInference instrumentor")
     from llama_index.core import Document, Settings, VectorStoreIndex
     from llama_index.core.embeddings import BaseEmbedding
     from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
@@ -259,6 +262,8 @@ def run_llama_index(
 
 def run_langchain(scenario: Scenario, provider: Any) -> str:
     """An LCEL chain: retriever | format | ChatPromptTemplate | chat model | StrOutputParser."""
+    needs("langchain_core", "LangChain")
+    needs("openinference.instrumentation.langchain", "LangChain's OpenInference instrumentor")
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.language_models.chat_models import SimpleChatModel
@@ -308,6 +313,8 @@ def run_langchain(scenario: Scenario, provider: Any) -> str:
 
 def run_haystack(scenario: Scenario, provider: Any) -> str:
     """A Haystack pipeline: InMemoryBM25Retriever -> filter -> PromptBuilder -> generator."""
+    needs("haystack", "Haystack")
+    needs("openinference.instrumentation.haystack", "Haystack's OpenInference instrumentor")
     from haystack import Document, Pipeline
     from haystack.components.builders import PromptBuilder
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever

@@ -23,10 +23,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.instrumentation import context_assembly, generation, render, request, resolution, retrieval
+from tests.extras import needs
 from tests.oi_apps import CORPUS, TEXT, Scenario, label_of
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 PUBLIC = {"id": "bob", "groups": ["public"]}
 STAGES = frozenset({"retrieval", "context", "generation", "resolution", "render"})
@@ -122,8 +126,13 @@ class ChatServer:
                         "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
                     }
                     self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                end = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": MODEL,
-                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
+                end = {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": MODEL,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                }
                 self.wfile.write(b"data: " + json.dumps(end).encode() + b"\n\ndata: [DONE]\n\n")
 
         self.requests = 0
@@ -166,6 +175,8 @@ class App:
         faults: str = "",
         decorators: frozenset[str] | None = None,
     ):
+        needs("openai", "the OpenAI SDK the app calls")
+        needs("qdrant_client", "the app's in-process vector store")
         from openai import OpenAI
         from qdrant_client import QdrantClient, models
 
@@ -206,11 +217,11 @@ class App:
         kept = [h for h in hits if self.scenario.keep(h["text"])]  # a filter between retrieval and prompt
         return [{**h, "label": str(i)} for i, h in enumerate(kept, start=1)]
 
-    def _messages(self, question: str, context: list[dict[str, Any]]) -> list[dict[str, str]]:
+    def _messages(self, question: str, context: list[dict[str, Any]]) -> list[ChatCompletionMessageParam]:
         sources = "\n\n".join(f"[{c['label']}] {c['text']}" for c in context)
         return [{"role": "system", "content": f"{SYSTEM}\n\n{sources}"}, {"role": "user", "content": question}]
 
-    def _create(self, messages: list[dict[str, str]], **kw: Any) -> Any:
+    def _create(self, messages: list[ChatCompletionMessageParam], **kw: Any) -> Any:
         script = {k: getattr(self.scenario, k) for k in ("question", "answer", "bucket", "stage")}
         script["left_out_of_index"] = list(self.scenario.left_out_of_index)
         script["dropped_before_prompt"] = list(self.scenario.dropped_before_prompt)
@@ -220,12 +231,12 @@ class App:
             model=MODEL, messages=messages, extra_headers={"X-Script": json.dumps(script)}, **kw
         )
 
-    def _generate(self, messages: list[dict[str, str]]) -> str:
+    def _generate(self, messages: list[ChatCompletionMessageParam]) -> str:
         if self.call == "stream":
             return "".join(c.choices[0].delta.content or "" for c in self._create(messages, stream=True) if c.choices)
         return str(self._create(messages).choices[0].message.content)
 
-    def _generate_stream(self, messages: list[dict[str, str]]) -> Iterator[str]:
+    def _generate_stream(self, messages: list[ChatCompletionMessageParam]) -> Iterator[str]:
         for c in self._create(messages, stream=True):
             if c.choices and c.choices[0].delta.content:
                 yield c.choices[0].delta.content
@@ -259,6 +270,7 @@ class App:
 @contextmanager
 def openai_instrumented(provider: Any) -> Iterator[None]:
     """OpenAIInstrumentor on for the process (once, as an app does at start-up), spans to ``provider``."""
+    needs("openinference.instrumentation.openai", "the OpenAI SDK's OpenInference instrumentor")
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     from tests.oi_apps import traced_by

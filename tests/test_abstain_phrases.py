@@ -46,6 +46,7 @@ def test_the_docs_list_every_default_phrase() -> None:
     assert listed == list(DEFAULT_ABSTAIN_PHRASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["none", "gold", "cli"])
 def test_a_phrase_of_ones_own_from_the_gold_file_or_the_cli(
     tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]

@@ -111,6 +111,7 @@ def test_a_compound_sentence_with_a_marker_per_clause_is_two_right_claims(tmp_pa
     ]
 
 
+@pytest.mark.slow
 def test_a_gold_claim_answered_across_two_clauses_still_matches_the_whole_sentence(tmp_path: Path) -> None:
     both = {
         "claim_id": "both",
@@ -144,6 +145,7 @@ def test_a_paragraph_final_marker_covers_every_sentence_of_the_paragraph(tmp_pat
     assert [(r[1], r[2]) for r in _rows(result)] == [("fee", "ok"), ("refund", "ok"), ("window", "ok")]
 
 
+@pytest.mark.slow
 def test_the_attachment_policy_is_chosen_per_run_per_case_and_per_gold_file(tmp_path: Path) -> None:
     sentence = [("fee", "ok"), ("refund", "uncited"), ("window", "uncited")]
     cases = [_case("p", WINDOW, REFUND, FEE, support=["policy#all"] * 3)]
@@ -157,6 +159,7 @@ def test_the_attachment_policy_is_chosen_per_run_per_case_and_per_gold_file(tmp_
     assert [(r[1], r[2]) for r in _rows(by_case)] == [("fee", "ok"), ("refund", "ok"), ("window", "ok")]
 
 
+@pytest.mark.slow
 def test_the_cli_takes_the_attachment_and_citation_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cases = [_case("p", WINDOW, REFUND, FEE, support=["policy#all"] * 3)]
     said = "Let me check that for you. " + PARAGRAPH
@@ -196,6 +199,7 @@ def test_every_label_style_the_prompt_reader_knows_is_read_in_answers(
     assert _rows(result) == [("s", "window", "ok", "", "Opened devices can be returned within 30 days.")]
 
 
+@pytest.mark.slow
 def test_a_range_of_labels_cites_every_label_in_it(tmp_path: Path) -> None:
     all_three = {**WINDOW, "claim_id": "all", "facts": []}
     gold = _gold(tmp_path, [_case("r", all_three, support=["returns#1", "refunds#1", "fee#1"])])
@@ -205,6 +209,7 @@ def test_a_range_of_labels_cites_every_label_in_it(tmp_path: Path) -> None:
     assert (row["bucket"], row["cited_chunks"]) == ("ok", ["fee#1", "refunds#1", "returns#1"])
 
 
+@pytest.mark.slow
 def test_a_bracketed_year_is_text_and_a_label_shaped_token_outside_the_map_is_invalid(tmp_path: Path) -> None:
     gold = _gold(tmp_path, [_case("y", WINDOW, support=["returns#2026"]), _case("z", WINDOW, support=["returns#1"])])
     result = _run(
@@ -235,6 +240,7 @@ PLANS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_table_with_one_wrong_cell_fails_that_cell_only(tmp_path: Path) -> None:
     said = (
         "| Plan | Monthly price | Refund window |\n"
@@ -253,6 +259,7 @@ def test_a_table_with_one_wrong_cell_fails_that_cell_only(tmp_path: Path) -> Non
     assert result.skipped_text == {"table_header": 1}
 
 
+@pytest.mark.slow
 def test_a_bare_number_in_a_cell_or_a_list_item_is_judged_with_its_header_and_unit(tmp_path: Path) -> None:
     table = "| Plan | Monthly price (USD) |\n|---|---|\n| Basic | 5 [1] |\n| Pro | 12 [2] |\n"
     items = "Monthly prices ($):\n\n- Basic: 5 [1]\n- Pro: 12 [2]\n"
@@ -269,6 +276,7 @@ def test_a_bare_number_in_a_cell_or_a_list_item_is_judged_with_its_header_and_un
     ]
 
 
+@pytest.mark.slow
 def test_text_that_needs_no_citation_gives_no_claim_row_and_is_counted(tmp_path: Path) -> None:
     said = (
         "Let me check that for you. The sources conflict.\n\n"

@@ -33,6 +33,7 @@ def _counts(db: Path) -> tuple[int, int, int]:
         con.close()
 
 
+@pytest.mark.slow
 def test_truncated_line_binary_junk_and_unknown_version(tmp_path: Path) -> None:
     good = _good_traces(tmp_path)
     lines = good.read_bytes().split(b"\n")[:-1]
@@ -90,6 +91,7 @@ def test_truncated_line_binary_junk_and_unknown_version(tmp_path: Path) -> None:
     assert after[2] == before[2] + 1
 
 
+@pytest.mark.slow
 def test_reingesting_the_same_files_adds_nothing(tmp_path: Path) -> None:
     good = _good_traces(tmp_path)
     db = tmp_path / "store.duckdb"
@@ -103,6 +105,7 @@ def test_reingesting_the_same_files_adds_nothing(tmp_path: Path) -> None:
     assert result.cases.height == 2
 
 
+@pytest.mark.slow
 def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from citeline.analyzer.sources import ingest as _ingest
 
@@ -120,6 +123,7 @@ def test_a_line_longer_than_the_reader_takes_is_named(tmp_path: Path, monkeypatc
     assert result.cases.height == 1  # line 1 is still analyzed
 
 
+@pytest.mark.slow
 def test_a_file_with_lines_longer_than_the_batch_reads_is_read_again_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,6 +146,7 @@ def test_a_file_with_lines_longer_than_the_batch_reads_is_read_again_alone(
         con.close()
 
 
+@pytest.mark.slow
 def test_a_file_that_grew_is_read_again_and_adds_only_new_spans(tmp_path: Path) -> None:
     good = _good_traces(tmp_path)
     first, second = good.read_bytes().split(b"\n")[:2]
@@ -165,6 +170,7 @@ def test_a_file_that_grew_is_read_again_and_adds_only_new_spans(tmp_path: Path) 
     assert rows == [(1, n_first, 0), (2, n_second, 0)]
 
 
+@pytest.mark.slow
 def test_span_missing_its_stage_attribute_is_reported(tmp_path: Path) -> None:
     good = _good_traces(tmp_path)
     doc = json.loads(good.read_bytes().split(b"\n")[0])

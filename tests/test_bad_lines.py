@@ -48,6 +48,7 @@ def test_a_junk_first_line_costs_only_itself(tmp_path: Path, lines: list[bytes])
     ]
 
 
+@pytest.mark.slow
 def test_a_bom_and_crlf_file_reads_like_any_other(tmp_path: Path, lines: list[bytes]) -> None:
     plain, windows = tmp_path / "plain", tmp_path / "windows"
     plain.mkdir()
@@ -72,6 +73,7 @@ def test_a_line_duckdb_stored_is_never_also_called_skipped(tmp_path: Path, lines
     assert [p.split(": ")[0] for s, p in r.problem_lines() if s] == [f"{folder / 'a.jsonl'}:line 2"]
 
 
+@pytest.mark.slow
 def test_every_skip_is_counted_the_same_on_stderr_and_in_json(
     tmp_path: Path, lines: list[bytes], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -79,8 +81,20 @@ def test_every_skip_is_counted_the_same_on_stderr_and_in_json(
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n{junk\n")
-    code = main(["analyze", "--traces", str(folder), "--gold", str(gold_path()), "--db", str(tmp_path / "s.duckdb"),
-                 "--format", "json", "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "analyze",
+            "--traces",
+            str(folder),
+            "--gold",
+            str(gold_path()),
+            "--db",
+            str(tmp_path / "s.duckdb"),
+            "--format",
+            "json",
+            "--quiet",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0
     doc = json.loads(out.out)

@@ -12,6 +12,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -99,11 +100,17 @@ def test_a_healthy_gz_file_is_read_whole_with_no_slow_path(
         f.write(demo_file.read_bytes())
     slow: list[Path] = []
     diagnose = _ingest._diagnose
-    monkeypatch.setattr(_ingest, "_diagnose", lambda path, *a: slow.append(path) or diagnose(path, *a))
+
+    def diagnosing(path: Path, *a: Any) -> Any:
+        slow.append(path)
+        return diagnose(path, *a)
+
+    monkeypatch.setattr(_ingest, "_diagnose", diagnosing)
     result = analyze(":memory:", gold=gold_path(), traces=[folder])
     assert (result.traces_read, result.skipped, slow) == (len(SCENARIOS), 0, [])
 
 
+@pytest.mark.slow
 def test_a_line_too_large_for_the_memory_limit_is_one_problem_and_the_rest_is_analyzed(
     tmp_path: Path, demo_file: Path
 ) -> None:
@@ -154,7 +161,12 @@ def test_problem_spans_are_placed_in_one_read_of_their_file(
     (folder / "good.jsonl").write_text("\n".join(out) + "\n")
     opened: list[Path] = []
     real = _streaming.open_file
-    monkeypatch.setattr(_streaming, "open_file", lambda p: opened.append(p) or real(p))
+
+    def opening(p: Path) -> Any:
+        opened.append(p)
+        return real(p)
+
+    monkeypatch.setattr(_streaming, "open_file", opening)
     result = analyze(":memory:", gold=gold_path(), traces=[folder])
     unknown = [p for p in result.problems() if "unknown schema version '99'" in p]
     assert len(unknown) == 50
@@ -164,6 +176,7 @@ def test_problem_spans_are_placed_in_one_read_of_their_file(
     assert opened.count(folder / "good.jsonl") == 1  # 50 problems, one read
 
 
+@pytest.mark.slow
 def test_file_names_are_taken_literally(tmp_path: Path, demo_file: Path) -> None:
     folder = tmp_path / "traces"
     folder.mkdir()

@@ -101,6 +101,7 @@ def _buckets(outcomes: list[Outcome]) -> dict[str, list[tuple[str | None, str, s
     }
 
 
+@pytest.mark.slow
 def test_shuffled_context_and_renamed_labels_change_no_bucket(baseline: dict[str, Outcome], tmp_path: Path) -> None:
     _, shuffled = run_and_analyze(tmp_path, SCENARIOS, tweak=Faults(shuffle_seed=11, label_offset=10))
     assert _buckets(shuffled) == _buckets(list(baseline.values()))
@@ -108,6 +109,7 @@ def test_shuffled_context_and_renamed_labels_change_no_bucket(baseline: dict[str
     assert all(o.spans for o in shuffled)
 
 
+@pytest.mark.slow
 def test_removing_the_support_turns_ok_into_retrieval_miss(tmp_path: Path) -> None:
     twins = [s for s in SCENARIOS if s.bucket == "ok"]
     support = frozenset(

@@ -7,15 +7,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from haystack import Document as HaystackDocument
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.documents import Document
-from llama_index.core.schema import NodeWithScore, TextNode
 
 from citeline.instrumentation import Chunk, retrieval
 from citeline.instrumentation.chunks import content_hash, to_columns, to_record
 from tests.conftest import Tracing
+from tests.extras import needs
+
+needs("langchain_core", "LangChain's Document")
+needs("haystack", "Haystack's Document")
+needs("llama_index.core", "LlamaIndex's nodes")
+from haystack import Document as HaystackDocument  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
 
 TEXT = "Opened electronics may be returned within 30 days of delivery."
 H = content_hash(TEXT)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from citeline.instrumentation import Chunk, retrieval
 from citeline.instrumentation.chunks import content_hash, to_columns, to_record
-from tests.conftest import Tracing, make_tracing, read_trace_files
+from tests.conftest import Tracing, attr_str, make_tracing, read_trace_files
+from tests.extras import needs
 
 
 def test_own_chunk_type() -> None:
@@ -48,6 +49,7 @@ def test_plain_object_with_attributes() -> None:
 
 
 def test_langchain_document_and_scored_pairs() -> None:
+    needs("langchain_core", "LangChain's Document")
     from langchain_core.documents import Document
 
     doc = Document(
@@ -76,6 +78,7 @@ def test_langchain_document_and_scored_pairs() -> None:
 
 
 def test_llamaindex_node_with_score() -> None:
+    needs("llama_index.core", "LlamaIndex's nodes")
     from llama_index.core.schema import NodeWithScore, TextNode
 
     node = TextNode(
@@ -123,10 +126,10 @@ def test_iterators_are_not_consumed(tracing: Tracing, monkeypatch: pytest.Monkey
 
     assert list(search("q")) == [{"doc_id": "d", "chunk_id": "d#1"}]
     (span,) = tracing.by_stage("retrieval")
-    assert "iterator" in (span.attributes or {})["citeline.adapter_error"]
+    assert "iterator" in attr_str(span, "citeline.adapter_error")
 
 
-ids = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+ids = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -153,6 +154,7 @@ def test_rules_judge_currency_codes_and_symbols() -> None:
     assert j.judge("anything", []).label == "not_applicable"
 
 
+@pytest.mark.slow
 def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """A large run splits its distinct answers in worker processes: the columns must be exactly one process's."""
     import random
@@ -181,7 +183,7 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
 
     one = _splitting.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
     monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 10)
-    monkeypatch.setattr(_splitting.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     with _workers.pool(2) as pool:  # the executor the run hands the split step
         many = _splitting._split_on(pool, answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
     assert many == one

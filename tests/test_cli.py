@@ -20,14 +20,17 @@ DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin an
 def test_every_command_has_help_with_an_example() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) >= {"demo", "analyze", "validate", "calibrate"}  # type: ignore[union-attr]
-    for name, cmd in sub.choices.items():  # type: ignore[union-attr]
+    choices = sub.choices
+    assert isinstance(choices, dict)
+    assert set(choices) >= {"demo", "analyze", "validate", "calibrate"}
+    for name, cmd in choices.items():
         text = cmd.format_help()
         assert cmd.description, name
         assert f"example: citeline {name}" in text, name
         assert "--db" in text, name
 
 
+@pytest.mark.slow
 def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed", "should-abstain")]
     run_and_analyze(tmp_path / "gen", picked)
@@ -122,6 +125,7 @@ def test_missing_gold_file_is_a_clear_error(tmp_path: Path, capsys: pytest.Captu
     assert "does not exist; pass --gold FILE" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_runs_offline_and_shows_every_bucket(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("citeline")
     out = subprocess.run(

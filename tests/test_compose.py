@@ -11,12 +11,14 @@ import json
 import re
 import subprocess
 import sys
-from importlib.metadata import requires, version
+from importlib.metadata import PackageNotFoundError, requires, version
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from tests.extras import TEST_EXTRA, needs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,8 +43,6 @@ def test_services_images_pinned_and_ports() -> None:
         repo, _, tag = image.rpartition(":")
         assert repo and tag and tag != "latest", f"{name}: pin an exact image tag, got {image!r}"
         assert re.search(r"\d+\.\d+\.\d+", tag), f"{name}: tag {tag!r} is not a version"
-    # Phoenix in compose is the Phoenix the tests run against
-    assert services["phoenix"]["image"] == f"arizephoenix/phoenix:version-{version('arize-phoenix')}"
     assert services["otel-collector"]["image"].startswith("otel/opentelemetry-collector-contrib:")
     assert services["citeline-nightly"]["build"] == "."
     assert services["phoenix"]["ports"] == ["6006:6006"]
@@ -50,6 +50,14 @@ def test_services_images_pinned_and_ports() -> None:
     # whoever reaches a Dask scheduler runs code on its workers: nothing of the cluster is published
     for name in ("dask-scheduler", "dask-worker", "citeline-nightly"):
         assert "ports" not in services[name], name
+
+
+def test_compose_runs_the_phoenix_the_tests_run_against() -> None:
+    try:
+        tested = version("arize-phoenix")
+    except PackageNotFoundError:
+        pytest.skip(f"needs arize-phoenix (the Phoenix server the tests run): {TEST_EXTRA}")
+    assert _compose()["services"]["phoenix"]["image"] == f"arizephoenix/phoenix:version-{tested}"
 
 
 def test_trace_volume_is_shared_between_collector_and_job() -> None:
@@ -66,8 +74,12 @@ def test_trace_volume_is_shared_between_collector_and_job() -> None:
     env = services["citeline-nightly"]["environment"]
     assert env["CITELINE_TRACES"] == "/traces"
     assert env["CITELINE_PHOENIX_API"] == "http://phoenix:6006"
-    assert set(services["citeline-nightly"]["depends_on"]) == {"phoenix", "otel-collector", "dask-scheduler",
-                                                               "dask-worker"}  # fmt: skip
+    assert set(services["citeline-nightly"]["depends_on"]) == {
+        "phoenix",
+        "otel-collector",
+        "dask-scheduler",
+        "dask-worker",
+    }
 
 
 def test_collector_pipeline_fans_out_to_phoenix_and_files() -> None:
@@ -121,8 +133,16 @@ def test_scheduler_and_two_one_thread_workers() -> None:
     assert scheduler["entrypoint"] == ["dask"]
     assert scheduler["command"] == ["scheduler", "--port", "8786", "--dashboard-address", ":8787"]
     assert worker["entrypoint"] == ["dask"]
-    assert worker["command"] == ["worker", "tcp://dask-scheduler:8786", "--nthreads", "1", "--nworkers", "1",
-                                 "--dashboard-address", ":8789"]  # fmt: skip
+    assert worker["command"] == [
+        "worker",
+        "tcp://dask-scheduler:8786",
+        "--nthreads",
+        "1",
+        "--nworkers",
+        "1",
+        "--dashboard-address",
+        ":8789",
+    ]
     assert worker["deploy"]["replicas"] == 2
     # one process of one thread per worker container: citeline's text work is CPU-bound Python
     assert _option(worker["command"], "--nthreads") == "1"
@@ -207,16 +227,31 @@ def _nightly(tmp_path: Path, **env: str) -> list[list[str]]:
     }
     done = subprocess.run(
         ["bash", str(ROOT / "deploy" / "nightly.sh"), "--once"],
-        capture_output=True, text=True, timeout=60, env={**base, **env}, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**base, **env},
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads((tmp_path / "report.json").read_text()) == {}  # analyze's stdout, where the script puts it
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def _analyze_argv(tmp_path: Path, *engine: str) -> list[str]:
-    return ["analyze", "--traces", str(tmp_path / "traces"), "--gold", str(tmp_path / "gold.yaml"),
-            "--db", str(tmp_path / "store.duckdb"), "--quiet", *engine, "--format", "json"]  # fmt: skip
+    return [
+        "analyze",
+        "--traces",
+        str(tmp_path / "traces"),
+        "--gold",
+        str(tmp_path / "gold.yaml"),
+        "--db",
+        str(tmp_path / "store.duckdb"),
+        "--quiet",
+        *engine,
+        "--format",
+        "json",
+    ]
 
 
 def test_nightly_runs_in_one_process_without_a_scheduler(tmp_path: Path) -> None:
@@ -231,10 +266,12 @@ def test_nightly_runs_in_one_process_without_a_scheduler(tmp_path: Path) -> None
     ("extra", "engine"),
     [
         ({}, ["--engine", "dask", "--scheduler", "tcp://dask-scheduler:8786"]),
-        ({"CITELINE_PARTITIONS": "16"}, ["--engine", "dask", "--scheduler", "tcp://dask-scheduler:8786",
-                                         "--partitions", "16"]),
+        (
+            {"CITELINE_PARTITIONS": "16"},
+            ["--engine", "dask", "--scheduler", "tcp://dask-scheduler:8786", "--partitions", "16"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_nightly_with_the_compose_environment_runs_on_the_scheduler(
     tmp_path: Path, extra: dict[str, str], engine: list[str]
 ) -> None:
@@ -245,14 +282,24 @@ def test_nightly_with_the_compose_environment_runs_on_the_scheduler(
     db = str(tmp_path / "store.duckdb")
     assert calls == [
         _analyze_argv(tmp_path, *engine),
-        ["report", "--db", db, "--format", "html", "--out", str(tmp_path / "report.html"),
-         "--fail-on", "access_violation>0"],
+        [
+            "report",
+            "--db",
+            db,
+            "--format",
+            "html",
+            "--out",
+            str(tmp_path / "report.html"),
+            "--fail-on",
+            "access_violation>0",
+        ],
         ["annotate", "--db", db, "--phoenix", "http://phoenix:6006"],
-    ]  # fmt: skip
+    ]
 
 
 def test_dask_workers_run_with_the_worker_settings_citeline_uses() -> None:
     """The compose workers' environment, read as Dask reads it, is WORKER_CONFIG: no profiler, a 1 s tick."""
+    needs("dask", "reads the workers' environment as Dask does; also 'citeline[dask]'")
     import dask.config
 
     from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG

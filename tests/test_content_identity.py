@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from langchain_core.documents import Document
-
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import content_hash, context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
+from tests.extras import needs
+
+needs("langchain_core", "LangChain's loader Documents")
+from langchain_core.documents import Document  # noqa: E402
 
 QUESTION = "Can opened electronics be returned after three weeks?"
 GOLD_TEXT = "Opened electronics may be returned within 30 days of delivery with proof of purchase."

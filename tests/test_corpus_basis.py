@@ -87,12 +87,13 @@ def test_whole_rows_of_the_corpus_only_meaning_checks(corpus_run: dict[str, Outc
             "bucket": "grounding",
             "stage": "generation",
             "flags": ["grounding"],
-            "reason": "factual claim without a citation, and nothing in the context supports it; " + NO_GOLD
+            "reason": "factual claim without a citation, and nothing in the context supports it; "
+            + NO_GOLD
             + ": add a case for this question)",
             "support_label": None,
             "cited_chunks": [],
         },
-    }  # fmt: skip
+    }
     (answer,) = corpus_run["acl-filter-off~fixed"].rows  # an abstention: no claim, its trace still checked
     assert (answer["gold_claim_id"], answer["claim_text"], answer["bucket"], answer["reason"]) == (
         "(answer)",
@@ -197,6 +198,7 @@ def _traffic(trace_dir: Path, times: int) -> None:
         handle.shutdown()
 
 
+@pytest.mark.slow
 def test_one_judgment_per_claim_and_cited_set_and_the_cache_is_shared_with_gold_runs(tmp_path: Path) -> None:
     _traffic(tmp_path / "once", 1)
     _traffic(tmp_path / "twice", 2)
@@ -231,6 +233,7 @@ def _some_gold(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_mixed_run_counts_coverage_bases_reports_and_gates_exactly(tmp_path: Path, capsys: Any) -> None:
     handle = configure(service_name="policy-bot", trace_dir=tmp_path / "traces", tracer_provider=TracerProvider())
     try:
@@ -316,8 +319,10 @@ def test_analyze_with_a_corpus_jsonl_and_no_gold(tmp_path: Path, capsys: Any) ->
     finally:
         handle.shutdown()
     db = str(tmp_path / "s.duckdb")
-    assert main(["analyze", "--traces", str(tmp_path / "traces"), "--corpus", str(corpus), "--db", db,
-                 "--format", "json"]) == 0  # fmt: skip
+    assert (
+        main(["analyze", "--traces", str(tmp_path / "traces"), "--corpus", str(corpus), "--db", db, "--format", "json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert sorted((c["bucket"], c["basis"]) for c in out["claims"]) == [
         ("attribution", "corpus"),

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
@@ -18,7 +19,7 @@ from citeline.instrumentation import context_assembly, generation, request, retr
 from tests.conftest import Tracing, make_tracing
 
 QUESTION = "What is the discount?"
-GOLD = {
+GOLD: dict[str, list[dict[str, Any]]] = {
     "corpus": [
         {"chunk_id": "disc#staff", "doc_id": "disc", "text": "Staff get 25% off accessories."},
         {"chunk_id": "disc#public", "doc_id": "disc", "text": "Customers get 10% off accessories."},
@@ -107,8 +108,22 @@ def test_coverage_names_every_unjoined_trace_and_every_case_never_run(tmp_path: 
     orphan_id = f"{0x5EED:032x}"
 
     db = tmp_path / "s.duckdb"
-    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", str(db),
-                 "--format", "json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "analyze",
+                "--traces",
+                str(t.trace_dir),
+                "--gold",
+                str(_gold(tmp_path)),
+                "--db",
+                str(db),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     ambiguous = ["c-old", "c-public", "c-staff"]
     expected_unmatched = sorted(
         [
@@ -172,6 +187,7 @@ TRACE = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces=st.lists(TRACE, min_size=1, max_size=6))
 def test_claim_rows_are_exactly_the_cases_claims_plus_unmatched_generated_ones(
@@ -214,14 +230,17 @@ def test_claim_rows_are_exactly_the_cases_claims_plus_unmatched_generated_ones(
     assert len(rows) == sum(result.summary.values())
 
 
+@pytest.mark.slow
 def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) -> None:
     t = make_tracing(tmp_path)
     ask("Anything", case_id="nope")
     ask(QUESTION, principal={"id": "s", "groups": ["staff"]})
     t.handle.shutdown()
     db = str(tmp_path / "s.duckdb")
-    assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db,
-                 "--format", "json"]) == 0  # fmt: skip
+    assert (
+        main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db, "--format", "json"])
+        == 0
+    )
     capsys.readouterr()
     assert main(["report", "--db", db, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -253,6 +272,7 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
     ]
 
 
+@pytest.mark.slow
 def test_a_gate_never_passes_on_a_run_with_no_claims(tmp_path: Path, capsys: Any) -> None:
     t = make_tracing(tmp_path)  # a trace whose root (the request) is elsewhere: nothing to judge, on any basis
     remote = SpanContext(0x5EED, 0xF00D, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))

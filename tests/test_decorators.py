@@ -20,7 +20,7 @@ from citeline.instrumentation import (
 from citeline.instrumentation.chunks import content_hash
 from tests.conftest import Tracing
 
-CHUNKS = [
+CHUNKS: list[dict[str, Any]] = [
     {
         "doc_id": "returns",
         "chunk_id": "returns-v4#e2",
@@ -90,7 +90,8 @@ def make_fn(stage: str, kind: str) -> Callable[..., Any]:
                 await asyncio.sleep(0)
                 yield item
 
-    return STAGE_DECORATORS[stage](fn)
+    decorated: Callable[..., Any] = STAGE_DECORATORS[stage](fn)
+    return decorated
 
 
 def call(fn: Callable[..., Any], kind: str) -> Any:
@@ -340,7 +341,7 @@ def test_methods_keep_signature_and_binding(tracing: Tracing) -> None:
 
     assert Bot.search.__doc__ == "Search the index."
     assert list(inspect.signature(Bot.search).parameters) == ["self", "query", "k"]
-    assert inspect.signature(Bot.search) == inspect.signature(Bot.search.__wrapped__)
+    assert inspect.signature(Bot.search) == inspect.signature(inspect.unwrap(Bot.search))
     assert Bot().search("q", k=1) == CHUNKS[:1]
     (span,) = tracing.by_stage("retrieval")
     assert (span.attributes or {})["citeline.chunks.chunk_id"] == ("returns-v4#e2",)

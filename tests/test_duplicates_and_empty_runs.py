@@ -67,6 +67,7 @@ def test_the_same_file_in_two_folders_is_read_once(
     assert result.summary == summary
 
 
+@pytest.mark.slow
 def test_a_renamed_copy_analyzed_again_gives_the_same_buckets(
     tmp_path: Path, demo_traces: tuple[Path, dict[str, int], int]
 ) -> None:
@@ -85,6 +86,7 @@ def test_a_renamed_copy_analyzed_again_gives_the_same_buckets(
     assert _stored(db) == (spans, spans)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_buckets_do_not_depend_on_repeats_copies_or_order(
@@ -134,6 +136,7 @@ def _runs(db: Path) -> int:
         con.close()
 
 
+@pytest.mark.slow
 def test_traces_that_match_no_case_are_a_normal_run_on_the_corpus_basis_and_a_store_only_rerun_works(
     tmp_path: Path, capsys: Any
 ) -> None:

@@ -36,6 +36,7 @@ def _report(db: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict:  
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -77,8 +78,10 @@ def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
 
     con = duckdb.connect(str(db), read_only=True)
     try:  # what the stored runs 1 and 2 say differently: exactly what rejudge lists, without storing a run
-        q = ("SELECT trace_id, coalesce(gold_claim_id, claim_text), support_label, bucket FROM claim_results "
-             "WHERE run_id = ? AND claim_text IS NOT NULL")  # fmt: skip
+        q = (
+            "SELECT trace_id, coalesce(gold_claim_id, claim_text), support_label, bucket FROM claim_results "
+            "WHERE run_id = ? AND claim_text IS NOT NULL"
+        )
         before = {r[:2]: r[2:] for r in con.execute(q, [run1]).fetchall()}
         after = {r[:2]: r[2:] for r in con.execute(q, [run2]).fetchall()}
         runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
@@ -91,6 +94,7 @@ def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
     assert runs == 3  # rejudge stored nothing
 
 
+@pytest.mark.slow
 def test_gates_read_metrics_and_name_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "s.duckdb"
     assert main(["demo", "--traces", str(tmp_path / "t"), "--db", str(db)]) == 0

@@ -26,8 +26,10 @@ CLAIM = "Refunds are issued to the original payment method within 5 business day
 
 @retrieval
 def _search(q: str) -> list[dict[str, Any]]:
-    return [{"chunk_id": c, "doc_id": c.split("#")[0], "version": "v4", "text": TEXT[c]}
-            for c in ("returns-v4#refunds-3", "returns-v4#eligibility-2")]  # fmt: skip
+    return [
+        {"chunk_id": c, "doc_id": c.split("#")[0], "version": "v4", "text": TEXT[c]}
+        for c in ("returns-v4#refunds-3", "returns-v4#eligibility-2")
+    ]
 
 
 @context_assembly
@@ -40,6 +42,7 @@ def _answer(ctx: Any) -> str:
     return f"{CLAIM} [1]. Opened electronics may be returned within 30 days [2]."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["during", "after"])
 def test_a_report_flags_its_claim_and_drafts_a_case_that_reproduces_it(
     tmp_path: Path, when: str, capsys: pytest.CaptureFixture[str]

@@ -41,6 +41,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_analyze_output_saved_in_the_trace_folder_is_named_once(
     tmp_path: Path, traces: tuple[Path, dict[str, int]], capsys: Any
 ) -> None:
@@ -129,6 +130,7 @@ def test_report_reads_a_read_only_store(tmp_path: Path, traces: tuple[Path, dict
     assert _digest(db) == before
 
 
+@pytest.mark.slow
 def test_a_store_in_use_and_paths_of_the_wrong_kind_give_one_line(
     tmp_path: Path, traces: tuple[Path, dict[str, int]], capsys: Any
 ) -> None:
@@ -159,14 +161,20 @@ def test_a_store_in_use_and_paths_of_the_wrong_kind_give_one_line(
     time.sleep(0.2)
     gold, nope, html = str(gold_path()), tmp_path / "nope.csv", tmp_path / "no" / "r.html"
     cases = [
-        (["analyze", "--gold", gold, "--db", str(tmp_path)], f"{tmp_path} is a folder; --db takes a store file such as "
-         "citeline.duckdb"),
-        (["analyze", "--gold", gold, "--db", str(db), "--labels", str(nope)], f"--labels {nope}: missing; give a CSV "
-         "or JSONL file of human labels"),
-        (["report", "--db", str(db), "--out", str(tmp_path)], f"--out {tmp_path} is a folder; give a file name such as "
-         "report.html"),
+        (
+            ["analyze", "--gold", gold, "--db", str(tmp_path)],
+            f"{tmp_path} is a folder; --db takes a store file such as citeline.duckdb",
+        ),
+        (
+            ["analyze", "--gold", gold, "--db", str(db), "--labels", str(nope)],
+            f"--labels {nope}: missing; give a CSV or JSONL file of human labels",
+        ),
+        (
+            ["report", "--db", str(db), "--out", str(tmp_path)],
+            f"--out {tmp_path} is a folder; give a file name such as report.html",
+        ),
         (["report", "--db", str(db), "--out", str(html)], f"--out {html}: the folder {html.parent} does not exist"),
-    ]  # fmt: skip
+    ]
     for argv, message in cases:
         assert main(argv) == 2, argv
         assert capsys.readouterr().err.splitlines() == [f"citeline: {message}"]

@@ -36,7 +36,7 @@ def genai_instrumented(handle: Citeline, content: str, monkeypatch: pytest.Monke
 
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", content)
-    instrumentor = OpenAIInstrumentor()
+    instrumentor = OpenAIInstrumentor()  # type: ignore[no-untyped-call]
     instrumentor.instrument(tracer_provider=handle.provider, logger_provider=handle.logger_provider)
     try:
         yield
@@ -341,7 +341,7 @@ def test_logs_in_object_storage_join_their_spans_and_orphans_are_named_by_url(
 ) -> None:
     import gzip
 
-    import boto3
+    import boto3  # type: ignore[import-untyped]
 
     details = {
         "eventName": "gen_ai.client.inference.operation.details",

@@ -49,6 +49,7 @@ def demo_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work / "traces"
 
 
+@pytest.mark.integration
 def test_a_phoenix_dataset_imports_as_gold_and_the_demo_traces_join_it(
     phoenix: PhoenixServer, demo_traces: Path, tmp_path: Path
 ) -> None:
@@ -76,10 +77,23 @@ def test_a_phoenix_dataset_imports_as_gold_and_the_demo_traces_join_it(
         ],
     )
     out = tmp_path / "imported.yaml"
-    # fmt: off
-    run = cli("gold", "import", "--phoenix", phoenix.url, "--phoenix-dataset", name, "--support-key", "doc_ids",
-              "--id-key", "case", "--corpus", str(gold_path()), "--out", str(out), cwd=tmp_path)
-    # fmt: on
+    run = cli(
+        "gold",
+        "import",
+        "--phoenix",
+        phoenix.url,
+        "--phoenix-dataset",
+        name,
+        "--support-key",
+        "doc_ids",
+        "--id-key",
+        "case",
+        "--corpus",
+        str(gold_path()),
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     assert f"phoenix dataset {name!r} example" in run.stderr and "no text under 'question'" in run.stderr
     assert "1 document id(s) are not in the corpus" in run.stderr and "shipping-v9#gone" in run.stderr
@@ -120,6 +134,7 @@ def test_a_phoenix_dataset_imports_as_gold_and_the_demo_traces_join_it(
     assert ("free-shipping", "c1", "ok") in verdicts
 
 
+@pytest.mark.integration
 def test_an_unknown_dataset_or_server_is_one_clear_line(phoenix: PhoenixServer, tmp_path: Path) -> None:
     run = cli("gold", "import", "--phoenix", phoenix.url, "--phoenix-dataset", "no-such-set", cwd=tmp_path)
     assert run.returncode == 2
@@ -129,6 +144,7 @@ def test_an_unknown_dataset_or_server_is_one_clear_line(phoenix: PhoenixServer, 
     )
 
 
+@pytest.mark.slow
 def test_a_draft_from_real_traces_validates_with_warnings_and_reproduces_the_demo(
     demo_traces: Path, tmp_path: Path
 ) -> None:

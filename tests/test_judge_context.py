@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 
@@ -63,16 +64,16 @@ class Reading(BaseJudge):
 def test_an_item_is_still_the_four_tuple_with_the_context_beside_it() -> None:
     item = JudgeItem("c", ["e"], question="Q?", sources=[SOURCE])
     claim, evidence, facts, quotes = item
+    assert (item.question, item.sources) == ("Q?", (SOURCE,))
     assert (claim, evidence, facts, quotes, len(item), item[0]) == ("c", ["e"], (), (), 4, "c")
     assert isinstance(item, tuple) and item == ("c", ["e"], (), ())
-    assert (item.question, item.sources) == ("Q?", (SOURCE,))
     assert (JudgeItem("c", ["e"]).question, JudgeItem("c", ["e"]).sources) == ("", ())
     again = pickle.loads(pickle.dumps(item))  # worker processes receive items pickled
     assert (tuple(again), again.question, again.sources) == (tuple(item), "Q?", (SOURCE,))
 
 
 def test_judges_written_against_the_four_field_api_keep_working() -> None:
-    items = [ITEM, ("Plain tuple.", ["text"])]
+    items: list[Any] = [ITEM, ("Plain tuple.", ["text"])]  # a plain tuple too, as such plug-ins were given
     for judge in (FourFields(), Unpacking()):
         assert [(j.label, j.rationale) for j in judge_all(judge, items)] == [
             ("entailed", "Returns take 30 days. | 1 | ['30 days'] | []"),
@@ -89,7 +90,12 @@ def test_a_judge_that_reads_context_gets_it_even_one_item_at_a_time() -> None:
 def test_the_context_is_in_the_cache_key_only_for_a_judge_that_reads_it() -> None:
     con = duckdb.connect()
     plain, reading = CachedJudge(con, RulesJudge(workers=1)), CachedJudge(con, Reading())
-    base = ("Returns take 30 days.", ["Returns are accepted for 30 days."], [], [])
+    base: tuple[str, list[str], list[str], list[str]] = (
+        "Returns take 30 days.",
+        ["Returns are accepted for 30 days."],
+        [],
+        [],
+    )
     assert plain.key(*base) == plain.key(*base, question="Other?", sources=[SOURCE])
     keys = {
         reading.key(*base),

@@ -27,9 +27,11 @@ from citeline.analyzer.cli.main import main
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
+from tests.extras import needs
 
-boto3 = pytest.importorskip("boto3")
-pytest.importorskip("s3fs")
+boto3 = needs("boto3", "puts the objects into the loopback S3")
+needs("s3fs", "the S3 driver of --traces s3://; also 'citeline[lake]'")
+needs("moto", "the loopback S3 server")
 
 ROWS = "case_id, gold_claim_id, bucket, stage, span_id, reason, claim_text"
 LAYOUT = "traces/year=2026/month=12/day=01/hour=03/minute={m:02d}/traces_{n}.json"
@@ -138,6 +140,7 @@ def _rows(db: Path) -> list[tuple[Any, ...]]:
         con.close()
 
 
+@pytest.mark.slow
 def test_a_prefix_in_the_collectors_layout_reads_as_the_same_files_on_disk(
     s3: str, demo: list[bytes], tmp_path: Path
 ) -> None:
@@ -168,6 +171,7 @@ def test_a_prefix_in_the_collectors_layout_reads_as_the_same_files_on_disk(
     assert again.summary == local.summary
 
 
+@pytest.mark.slow
 def test_a_missing_bucket_is_named_and_the_rest_is_read(s3: str, demo: list[bytes], tmp_path: Path) -> None:
     objects = _collector_objects(demo)
     _upload(objects)
@@ -182,19 +186,41 @@ def test_a_missing_bucket_is_named_and_the_rest_is_read(s3: str, demo: list[byte
 def test_nothing_readable_in_object_storage_exits_2_naming_it(
     s3: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["analyze", "--traces", "s3://no-such-bucket/traces/", "--gold", str(gold_path()),
-                 "--db", str(tmp_path / "s.duckdb")])  # fmt: skip
+    code = main(
+        [
+            "analyze",
+            "--traces",
+            "s3://no-such-bucket/traces/",
+            "--gold",
+            str(gold_path()),
+            "--db",
+            str(tmp_path / "s.duckdb"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "nothing readable in object storage: s3://no-such-bucket/traces/:-: -: does not exist" in err
     assert "citeline-test-secret" not in err
     empty = boto3.client("s3")
     empty.create_bucket(Bucket="empty")
-    assert main(["analyze", "--traces", "s3://empty/traces/", "--gold", str(gold_path()),
-                 "--db", str(tmp_path / "s.duckdb")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "analyze",
+                "--traces",
+                "s3://empty/traces/",
+                "--gold",
+                str(gold_path()),
+                "--db",
+                str(tmp_path / "s.duckdb"),
+            ]
+        )
+        == 2
+    )
     assert "s3://empty/traces/:-: -: no such bucket or prefix; skipped" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_forbidden_key_and_a_truncated_object_are_named_and_the_rest_is_read(
     s3: str, demo: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,8 +9,11 @@ import sys
 import pytest
 
 from citeline.analyzer.testing import gold_cases, render_text
-from citeline.examples import langchain_app
 from citeline.examples.demo import gold_path
+from tests.extras import needs
+
+needs("langchain_core", "the example is a LangChain app")
+from citeline.examples import langchain_app  # noqa: E402
 
 GOLD = str(gold_path())
 
@@ -32,6 +35,7 @@ def test_every_gold_case_passes_the_gate() -> None:
         langchain_app.answer_case(case)
 
 
+@pytest.mark.slow
 def test_every_stage_is_seen_and_the_app_findings_are_the_known_ones(citeline) -> None:  # type: ignore[no-untyped-def]
     result = citeline.perturb(langchain_app.answer_case, gold=GOLD)
     assert result.all_seen, render_text(result)

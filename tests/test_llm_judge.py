@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from citeline.analyzer.cli.main import main
-from citeline.analyzer.judges import JudgeItem, Source, judge_all, load
+from citeline.analyzer.judges import Judge, JudgeItem, Source, judge_all, load
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
@@ -22,7 +23,7 @@ from tests.chat_server import chat_server, parse_prompt
 EVIDENCE = ["Opened electronics may be returned within 30 days of delivery."]
 
 
-def _judge(url: str, **options: str) -> object:
+def _judge(url: str, **options: str) -> Judge:
     return load("llm", model="table-model", base_url=url, backoff="0.01", **options)
 
 
@@ -196,7 +197,11 @@ def test_calibrate_with_the_llm_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     ]
     labelled = tmp_path / "labels.jsonl"
     labelled.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    table = {"30 days": {"label": "entailed"}, "60 days": {"label": "entailed"}, "expire": {"status": 500}}
+    table: dict[str, dict[str, Any]] = {
+        "30 days": {"label": "entailed"},
+        "60 days": {"label": "entailed"},
+        "expire": {"status": 500},
+    }
     with chat_server(table) as srv:
         code = main(
             [
@@ -225,6 +230,7 @@ def test_calibrate_with_the_llm_judge(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (out["false_support"], out["missed_support"]) == (0.5, 0.5)
 
 
+@pytest.mark.slow
 def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path: Path) -> None:
     picked = [s for s in SCENARIOS if s.name in ("wrong-number", "wrong-number~fixed")]
     _, outcomes = run_and_analyze(tmp_path, picked)
@@ -254,6 +260,7 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
     assert (slow2["bucket"], slow2["support_label"]) == ("grounding", "contradicted")
 
 
+@pytest.mark.slow
 def test_analyze_gives_the_llm_judge_each_claims_question_and_its_chunks_corpus_entries(tmp_path: Path) -> None:
     """The question and the metadata reach the judge from a real run: every request of the demo's scenarios
     carries its case's question and, for each evidence text, the gold corpus entry it is."""

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bench import synth
 from citeline.analyzer.run.analyze import analyze
 
 
+@pytest.mark.slow
 def test_a_right_uncited_sentence_keeps_its_gold_claim_against_a_cited_neighbour(tmp_path: Path) -> None:
     synth.write_traces(tmp_path / "traces", 1_000, distinct=True, seed=11)
     synth.gold(tmp_path / "gold.json")
@@ -55,7 +59,11 @@ def _match(gold: list[tuple[str, str, list[str]]], gen: list[tuple[str, list[str
     con = duckdb.connect()
     con.execute(sql("schema"))  # the store's macros (any_in)
     texts = sorted({t for _c, t, _e in gold} | {t for t, _c in gen})
-    cols = {"text": texts, "stems": [sorted(stems(t)) for t in texts], "numbers": [sorted(numbers(t)) for t in texts]}
+    cols: dict[str, list[Any]] = {
+        "text": texts,
+        "stems": [sorted(stems(t)) for t in texts],
+        "numbers": [sorted(numbers(t)) for t in texts],
+    }
     _steps.fill(con, "t_text_sets", cols)
     _steps.declare(con, "t_more_sets")
     con.execute("CREATE TABLE t_traces AS SELECT 't' AS trace_id, 'case' AS case_id")

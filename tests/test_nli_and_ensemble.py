@@ -18,7 +18,16 @@ from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 from tests.chat_server import chat_server
-from tests.nli_model import build
+from tests.extras import needs
+
+
+def build(folder: Path) -> Path:
+    """The tiny model of tests/nli_model.py: onnx writes it, the nli judge runs it on onnxruntime."""
+    needs("onnx", "writes the tiny NLI model")
+    needs("onnxruntime", "runs the nli judge; also 'citeline[nli]'")
+    from tests.nli_model import build
+
+    return build(folder)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +71,7 @@ def test_a_model_that_does_not_fit_its_labels_leaves_claims_not_applicable(model
 
 
 def test_missing_model_files_are_clear_errors(tmp_path: Path) -> None:
+    needs("onnxruntime", "the nli judge loads it before it looks for the model; also 'citeline[nli]'")
     with pytest.raises(ValueError, match=r"nli model file .*nope.onnx does not exist"):
         load("nli", model=str(tmp_path / "nope.onnx"))
     with pytest.raises(ValueError, match="needs a model"):

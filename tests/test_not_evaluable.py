@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +28,7 @@ class ScriptedJudge(RulesJudge):
     version = "1"
     script: ClassVar[list[str | None]] = []
 
-    def judge(self, claim: str, evidence: list[str], facts: Any = (), quotes: Any = ()) -> Judgment:
+    def judge(self, claim: str, evidence: Sequence[str], facts: Any = (), quotes: Any = ()) -> Judgment:
         label = self.script[len(claim) % len(self.script)]
         if label is None:
             raise_or_none: Any = None
@@ -50,6 +50,7 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "traces"
 
 
+@pytest.mark.slow
 def test_an_unknown_label_is_not_evaluable_naming_the_judge(
     tmp_path: Path, demo_dir: Path, scripted: type[ScriptedJudge]
 ) -> None:
@@ -67,6 +68,7 @@ def test_an_unknown_label_is_not_evaluable_naming_the_judge(
     assert result.summary["ok"] == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(st.sampled_from([*LABELS, "maybe", "", "ENTAILED"]), min_size=1, max_size=4))
 def test_no_ok_without_an_allowed_label(

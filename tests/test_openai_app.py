@@ -20,8 +20,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
+from tests.extras import needs
 from tests.oi_apps import SCENARIOS
 from tests.openai_app import App, ChatServer, openai_instrumented
+
+needs("openai", "the OpenAI SDK the app calls")
+needs("qdrant_client", "the app's in-process vector store")
+needs("openinference.instrumentation.openai", "the OpenAI SDK's OpenInference instrumentor")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:openinference")
 
@@ -78,6 +83,7 @@ def _run(tmp_path: Path, mode: str, call: str) -> tuple[dict[str, dict[str, Any]
     return rows, names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("call", ["plain", "stream", "json"])
 @pytest.mark.parametrize("mode", ["decorated", "instrumented"])
 def test_every_fault_lands_in_its_bucket_stage_and_span(tmp_path: Path, mode: str, call: str) -> None:
@@ -142,6 +148,7 @@ def _allowed(truth: str, stage: str | None, got: str, decorators: frozenset[str]
 
 # found by this property: @context_assembly with the instrumentor's LLM span as the generation lost the
 # label map (it was read off citeline's generation span only), and "[1]" came out invalid_citation
+@pytest.mark.slow
 @example(dropped={"generation"}, instrumentor=True, added="context")
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
@@ -171,6 +178,7 @@ def test_decorators_only_ever_make_the_chain_more_observable(
             assert got_more[name][0] == got_fewer[name][0] or got_more[name][0] == truth, (name, added)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [True, False], ids=["content-on", "content-off"])
 def test_retrieval_and_generation_only_inside_a_host_span(tmp_path: Path, content: bool) -> None:
     # the prompt is built inline (no @context_assembly) and the request runs inside the host's own

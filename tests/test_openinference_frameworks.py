@@ -25,9 +25,21 @@ from citeline.analyzer.sources.prompt_context import NO_PROMPT
 from citeline.analyzer.store import connect
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import configure
+from tests.extras import needs
 from tests.oi_apps import APPS, SCENARIOS, TEXT, Scenario, run_llama_index
 
+for _module, _what in (
+    ("llama_index.core", "LlamaIndex"),
+    ("langchain_core", "LangChain"),
+    ("haystack", "Haystack"),
+    ("openinference.instrumentation.llama_index", "LlamaIndex's OpenInference instrumentor"),
+    ("openinference.instrumentation.langchain", "LangChain's OpenInference instrumentor"),
+    ("openinference.instrumentation.haystack", "Haystack's OpenInference instrumentor"),
+):
+    needs(_module, _what)
+
 pytestmark = [
+    pytest.mark.slow,  # fifty real LlamaIndex, LangChain and Haystack apps, about a second each
     # the instrumentors' own deprecations (warnings are errors in this suite: the LlamaIndex
     # instrumentor would lose its LLM spans to this one, raised inside its handler)
     pytest.mark.filterwarnings("ignore:The `json` method is deprecated:DeprecationWarning"),

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Tracer
+from opentelemetry.util.types import AttributeValue
 
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.sources.prompt_context import NO_PROMPT
@@ -13,23 +15,23 @@ from citeline.examples.demo import gold_path
 from citeline.instrumentation import OTLPJsonFileExporter, TraceFileProcessor
 
 
-def _oi_trace(tracer: object, answer: str, docs: list[str]) -> None:
+def _oi_trace(tracer: Tracer, answer: str, docs: list[str]) -> None:
     with tracer.start_as_current_span(
         "chain",
-        attributes={  # type: ignore[attr-defined]
+        attributes={
             "openinference.span.kind": "CHAIN",
             "input.value": "How much does  standard shipping cost?",
         },
     ):
-        attrs: dict[str, object] = {"openinference.span.kind": "RETRIEVER", "input.value": "shipping cost"}
+        attrs: dict[str, AttributeValue] = {"openinference.span.kind": "RETRIEVER", "input.value": "shipping cost"}
         for i, doc in enumerate(docs):
             attrs[f"retrieval.documents.{i}.document.id"] = doc
             attrs[f"retrieval.documents.{i}.document.score"] = 1.0 - i / 10
-        with tracer.start_as_current_span("retrieve", attributes=attrs):  # type: ignore[attr-defined]
+        with tracer.start_as_current_span("retrieve", attributes=attrs):
             pass
         with tracer.start_as_current_span(
             "llm",
-            attributes={  # type: ignore[attr-defined]
+            attributes={
                 "openinference.span.kind": "LLM",
                 "output.value": answer,
             },

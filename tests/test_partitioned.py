@@ -37,13 +37,24 @@ from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partit
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
-from tests.test_lake import _collector_objects, _upload, s3  # noqa: F401 - s3: the loopback S3 fixture
+from tests.extras import needs
 
-distributed = pytest.importorskip("distributed")
+distributed = needs("distributed", "a LocalCluster for --engine dask; also 'citeline[dask]'")
+from tests.test_lake import _collector_objects, _upload, s3  # noqa: E402, F401 - s3: the loopback S3 fixture
+
+pytestmark = pytest.mark.cluster  # worker processes on loopback: make test-fast leaves them out
 
 #: every table a run writes, beside claim_results and case_results
-RUN_TABLES = ("unmatched_traces", "missing_cases", "run_skipped_text", "run_support", "run_span_chunks",
-              "run_feedback", "run_chunks", "human_labelled")  # fmt: skip
+RUN_TABLES = (
+    "unmatched_traces",
+    "missing_cases",
+    "run_skipped_text",
+    "run_support",
+    "run_span_chunks",
+    "run_feedback",
+    "run_chunks",
+    "human_labelled",
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +80,7 @@ def demo_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
 
 def _spans(lines: list[bytes]) -> list[tuple[Any, Any, dict[str, Any]]]:
     """Every span of the lines with the resource and scope it was written under."""
-    out = []
+    out: list[tuple[Any, Any, dict[str, Any]]] = []
     for line in lines:
         doc = json.loads(line)
         for rs in doc["resourceSpans"]:
@@ -274,8 +285,9 @@ def test_a_pair_two_partitions_meet_is_judged_once_per_worker(tmp_path: Path) ->
     synth.gold(tmp_path / "gold.yaml")
     synth.write_traces(tmp_path / "traces", 300, per_file=100)
     single = analyze(tmp_path / "one.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"])
-    part = analyze_partitioned(tmp_path / "two.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"],
-                               workers=1, partitions=4)  # fmt: skip
+    part = analyze_partitioned(
+        tmp_path / "two.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"], workers=1, partitions=4
+    )
     assert part.summary == single.summary
     assert single.judge["asked"] > 0
     # before: each partition asked its own, summing to more than the single run
@@ -341,9 +353,25 @@ def test_the_command_line_runs_on_a_scheduler_and_says_how(
 ) -> None:
     traces = _write(demo_lines, tmp_path)
     single = analyze(tmp_path / "single.duckdb", gold=gold_path(), traces=[traces])
-    code = main(["analyze", "--engine", "dask", "--scheduler", client.scheduler.address, "--partitions", "2",
-                 "--traces", str(traces), "--gold", str(gold_path()), "--db", str(tmp_path / "p.duckdb"),
-                 "--format", "json"])  # fmt: skip
+    code = main(
+        [
+            "analyze",
+            "--engine",
+            "dask",
+            "--scheduler",
+            client.scheduler.address,
+            "--partitions",
+            "2",
+            "--traces",
+            str(traces),
+            "--gold",
+            str(gold_path()),
+            "--db",
+            str(tmp_path / "p.duckdb"),
+            "--format",
+            "json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["summary"] == single.summary
@@ -359,8 +387,21 @@ def test_an_unreachable_scheduler_exits_2_naming_it(
     demo_lines: list[bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     traces = _write(demo_lines, tmp_path)
-    code = main(["analyze", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9", "--traces", str(traces),
-                 "--gold", str(gold_path()), "--db", str(tmp_path / "p.duckdb")])  # fmt: skip
+    code = main(
+        [
+            "analyze",
+            "--engine",
+            "dask",
+            "--scheduler",
+            "tcp://127.0.0.1:9",
+            "--traces",
+            str(traces),
+            "--gold",
+            str(gold_path()),
+            "--db",
+            str(tmp_path / "p.duckdb"),
+        ]
+    )
     assert code == 2
     assert "tcp://127.0.0.1:9: cannot reach a Dask scheduler there" in capsys.readouterr().err
 
@@ -386,8 +427,13 @@ def test_a_worker_killed_mid_run_is_retried_with_the_same_rows(client: Any, tmp_
     killer = threading.Thread(target=kill_the_first_worker_to_classify, daemon=True)
     killer.start()
     try:
-        part = analyze_partitioned(tmp_path / "p.duckdb", gold=tmp_path / "gold.yaml", traces=[tmp_path / "traces"],
-                                   client=client, partitions=2)  # fmt: skip
+        part = analyze_partitioned(
+            tmp_path / "p.duckdb",
+            gold=tmp_path / "gold.yaml",
+            traces=[tmp_path / "traces"],
+            client=client,
+            partitions=2,
+        )
     finally:
         done.set()
         killer.join()
@@ -408,8 +454,9 @@ class _DiesOnAnyClaim(RulesJudge):
 def test_a_partition_that_fails_twice_is_named_and_the_run_says_so(demo_lines: list[bytes], tmp_path: Path) -> None:
     traces = _write(demo_lines, tmp_path)
     # its own LocalCluster (one worker): a task that takes its worker down twice fails
-    part = analyze_partitioned(tmp_path / "p.duckdb", gold=gold_path(), traces=[traces], judge=_DiesOnAnyClaim(),
-                               workers=1, partitions=1)  # fmt: skip
+    part = analyze_partitioned(
+        tmp_path / "p.duckdb", gold=gold_path(), traces=[traces], judge=_DiesOnAnyClaim(), workers=1, partitions=1
+    )
     assert part.engine["failed_partitions"] == [1]
     assert part.engine["retries"] >= 1  # the second attempt, on the worker the nanny started again
     [named] = [p for p in part.problems() if p.startswith("partitioned run:partition 1 of 1")]
@@ -438,8 +485,9 @@ def _stderr_of(argv: list[str], tty: bool) -> tuple[int, str]:
         done = subprocess.run(cli, check=False, capture_output=True, timeout=300)
         return done.returncode, done.stderr.decode()
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "citeline.analyzer.cli.main", *argv], stdout=subprocess.DEVNULL,
-                            stderr=follower)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citeline.analyzer.cli.main", *argv], stdout=subprocess.DEVNULL, stderr=follower
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -458,12 +506,30 @@ def test_every_phase_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
     client: Any, demo_lines: list[bytes], tmp_path: Path
 ) -> None:
     traces = _write(demo_lines, tmp_path)
-    argv = ["analyze", "--engine", "dask", "--scheduler", client.scheduler.address, "--partitions", "3",
-            "--traces", str(traces), "--gold", str(gold_path()), "--format", "json"]  # fmt: skip
+    argv = [
+        "analyze",
+        "--engine",
+        "dask",
+        "--scheduler",
+        client.scheduler.address,
+        "--partitions",
+        "3",
+        "--traces",
+        str(traces),
+        "--gold",
+        str(gold_path()),
+        "--format",
+        "json",
+    ]
     code, shown = _stderr_of([*argv, "--db", str(tmp_path / "tty.duckdb")], tty=True)
     assert code == 0
-    for line in ("reading 1 trace file(s) in 1 map task(s) on 2 worker(s)...", "reading trace files: 1 / 1",
-                 "classifying 3 partition(s)...", "classifying partitions: 3 / 3", "storing the run..."):  # fmt: skip
+    for line in (
+        "reading 1 trace file(s) in 1 map task(s) on 2 worker(s)...",
+        "reading trace files: 1 / 1",
+        "classifying 3 partition(s)...",
+        "classifying partitions: 3 / 3",
+        "storing the run...",
+    ):
         assert line in shown, shown
     code, piped = _stderr_of([*argv, "--db", str(tmp_path / "pipe.duckdb")], tty=False)
     assert code == 0
@@ -479,8 +545,9 @@ def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: li
     urls = ["s3://lake/traces/", "s3://no-such-bucket/x/"]
     single = analyze(tmp_path / "one.duckdb", gold=gold_path(), traces=urls)
     part = analyze_partitioned(tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3)
-    assert ("s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped"
-            in part.problems())  # fmt: skip
+    assert (
+        "s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped" in part.problems()
+    )
     assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
     con = duckdb.connect(str(tmp_path / "two.duckdb"), read_only=True)
     try:  # the store names each object by its URL, never by a worker's temporary copy

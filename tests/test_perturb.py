@@ -29,7 +29,7 @@ from citeline.examples import perturb_apps
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import _perturb
 from citeline.instrumentation import schema as K
-from citeline.instrumentation._capture import capture
+from citeline.instrumentation.testing import capture
 
 #: the matrix of the example app: rows are gold cases, columns the catalogue in order (see MARK)
 EXAMPLE_GRID = {

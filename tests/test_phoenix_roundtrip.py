@@ -282,6 +282,7 @@ def test_the_documented_filter_lists_exactly_the_failing_spans_of_each_bucket(
     assert spans("annotations['citeline.trace'].label == 'grounding'") == grounded
 
 
+@pytest.mark.browser
 def test_a_failing_span_link_opens_on_its_annotation_in_chromium(
     pulled: Path, phoenix: PhoenixServer, tmp_path: Path
 ) -> None:

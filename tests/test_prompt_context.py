@@ -15,14 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.documents import Document
-from langchain_core.messages import HumanMessage, SystemMessage, trim_messages
-from langchain_core.prompts import ChatPromptTemplate
 
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import Tracing, make_tracing
+from tests.extras import needs
+
+needs("langchain_core", "LangChain's prompts and messages")
+needs("llama_index.core", "LlamaIndex's prompts")
+needs("haystack", "Haystack's Document")
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, trim_messages  # noqa: E402
+from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
 
 SUPPORT = Document(
     page_content="Opened electronics may be returned within 30 days of delivery with proof of purchase.",
@@ -59,7 +64,7 @@ def stuff_prompt(question: str, docs: list[Document]) -> Any:
 @context_assembly
 def chat_with_trimming(question: str, docs: list[Document], max_messages: int) -> Any:
     """Each chunk its own message; trim_messages keeps the system prompt and the newest ones."""
-    messages = [SystemMessage("Answer only from the sources below; cite them as [n].")]
+    messages: list[BaseMessage] = [SystemMessage("Answer only from the sources below; cite them as [n].")]
     messages += [HumanMessage(f"[{i}] {d.page_content}") for i, d in enumerate(docs, 1)]
     messages.append(HumanMessage(question))
     return trim_messages(messages, max_tokens=max_messages, token_counter=len, strategy="last", include_system=True)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from citeline.examples.demo import gold_path
+from tests.extras import needs
 
 pytest_plugins = ["pytester"]
 
@@ -149,6 +150,7 @@ def test_a_failing_suite_names_each_claim_with_bucket_stage_reason_and_span(suit
     )
 
 
+@pytest.mark.slow
 def test_fail_on_gates_a_test_and_a_module(suite: pytest.Pytester) -> None:
     suite.makepyfile(
         test_gates="""
@@ -195,7 +197,9 @@ def test_fail_on_gates_a_test_and_a_module(suite: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["4 analysis(es) in 4 test(s), 4 claim(s): grounding 1, uncited 3"])
 
 
+@pytest.mark.slow
 def test_two_xdist_workers_sum_into_one_summary(suite: pytest.Pytester) -> None:
+    needs("xdist", "runs the suite on two workers")
     suite.makepyfile(
         test_many="""
         import pytest

@@ -14,8 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from citeline.analyzer.run.analyze import analyze
 from citeline.examples.demo import gold_path
+from tests.extras import needs
 from tests.oi_apps import SCENARIOS
 from tests.openai_app import ChatServer
 
@@ -40,7 +43,10 @@ def _snippet() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_the_readme_openai_app_gives_the_bucket_of_its_answer(tmp_path: Path) -> None:
+    needs("openai", "the OpenAI SDK the README's app calls")
+    needs("openinference.instrumentation.openai", "the OpenAI SDK's OpenInference instrumentor")
     code = (
         HARNESS
         + _snippet()

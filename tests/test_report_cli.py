@@ -35,6 +35,7 @@ def two_nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work
 
 
+@pytest.mark.slow
 def test_a_fix_between_two_demo_runs_shows_in_the_regression_report(two_nights: Path) -> None:
     out = json.loads(cli("report", "--format", "json", cwd=two_nights).stdout)
     assert [
@@ -44,6 +45,7 @@ def test_a_fix_between_two_demo_runs_shows_in_the_regression_report(two_nights: 
     assert "| fixed | returns-window | window | grounding | 1 | 0 |" in md
 
 
+@pytest.mark.slow
 def test_gates_exit_non_zero_with_a_one_line_reason(two_nights: Path) -> None:
     ok = cli(
         "report",
@@ -85,6 +87,7 @@ def test_report_without_a_store_or_run_is_a_clear_error(tmp_path: Path) -> None:
     assert unknown.returncode == 2
 
 
+@pytest.mark.browser
 def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Path, tmp_path: Path) -> None:
     page = two_nights / "report.html"
     cli("report", "--format", "html", "--out", str(page), "--phoenix", "http://127.0.0.1:6006", cwd=two_nights)
@@ -105,6 +108,7 @@ def test_html_report_renders_charts_and_failing_rows_in_chromium(two_nights: Pat
     shutil.copy(page, ARTIFACTS / "report.html")
 
 
+@pytest.mark.browser
 def test_every_failing_claim_drills_down_to_its_own_section(two_nights: Path, tmp_path: Path) -> None:
     from html.parser import HTMLParser
 
@@ -176,6 +180,7 @@ def test_every_failing_claim_drills_down_to_its_own_section(two_nights: Path, tm
         assert shot.stat().st_size > 20_000
 
 
+@pytest.mark.slow
 def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path, tmp_path: Path) -> None:
     from citeline.examples.demo import gold_path
 
@@ -205,8 +210,14 @@ def test_progress_shows_on_a_terminal_and_stays_quiet_otherwise(two_nights: Path
             pass
         os.close(master)
         assert (b"ingesting" in seen) is expect
-        for step in (b"joining traces to cases...", b"splitting answers into claims...", b"judging support...",
-                     b"classifying...", b"classified traces: 40 / 40", b"storing the run..."):  # fmt: skip
+        for step in (
+            b"joining traces to cases...",
+            b"splitting answers into claims...",
+            b"judging support...",
+            b"classifying...",
+            b"classified traces: 40 / 40",
+            b"storing the run...",
+        ):
             assert (step in seen) is expect, seen
         assert json.loads(proc.stdout)["summary"]
 

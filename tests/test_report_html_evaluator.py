@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import duckdb
+import pytest
 
 from citeline.analyzer.cli.main import main
 from citeline.analyzer.reports.html import _trend_chart
@@ -35,14 +36,22 @@ def _analyze(db: Path, traces: Path, *judge: str) -> str:
         con.close()
 
 
-def test_the_html_report_shows_the_metrics_and_marks_the_judge_change(tmp_path: Path) -> None:
-    traces = tmp_path / "traces"
-    assert main(["demo", "--traces", str(traces), "--db", str(tmp_path / "d.duckdb"), "--fix", "wrong-number"]) == 0
-    db = tmp_path / "s.duckdb"
+@pytest.fixture(scope="module")
+def judge_changed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The report page of a store whose second run changed a judge option, and the two run ids."""
+    tmp = tmp_path_factory.mktemp("judge-changed")
+    traces = tmp / "traces"
+    assert main(["demo", "--traces", str(traces), "--db", str(tmp / "d.duckdb"), "--fix", "wrong-number"]) == 0
+    db = tmp / "s.duckdb"
     run1 = _analyze(db, traces)
     run2 = _analyze(db, traces, *STRICT)
-    page = tmp_path / "report.html"
+    page = tmp / "report.html"
     assert main(["report", "--db", str(db), "--format", "html", "--out", str(page)]) == 0
+    return page, run1, run2
+
+
+def test_the_html_report_shows_the_metrics_and_marks_the_judge_change(judge_changed: tuple[Path, str, str]) -> None:
+    page, run1, run2 = judge_changed
     html = page.read_text()
 
     metrics = re.search(r'<table id="metrics">(.*?)</table>', html, re.S).group(1)  # type: ignore[union-attr]
@@ -71,6 +80,10 @@ def test_the_html_report_shows_the_metrics_and_marks_the_judge_change(tmp_path: 
     assert marked == [("grounding", "refurbished-warranty")]
     assert html.count("<span class='moved'>judge changed</span>") == 2  # the table row and its drill-down
 
+
+@pytest.mark.browser
+def test_the_judge_changed_page_renders_in_chromium(judge_changed: tuple[Path, str, str], tmp_path: Path) -> None:
+    page, _, _ = judge_changed
     shot = screenshot(tmp_path / "profile", page.as_uri(), "report-evaluator-change.png", size="1280,2600")
     assert shot.stat().st_size > 50_000
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import duckdb
 import pytest
@@ -69,27 +69,51 @@ def add_run(
     )
 
 
+class Columns(TypedDict, total=False):
+    """The claim_results columns a test may set; each has a default in ``DEFAULTS``."""
+
+    text: str | None
+    chain: tuple[bool, ...]
+    cites: int
+    invalid: int
+    aligned: int
+    expect: str
+    abstained: bool
+    flags: list[str] | None
+    stage: str | None
+    span: str | None
+    label: str
+    basis: str
+
+
+DEFAULTS: Columns = {
+    "text": "claim text",
+    "chain": (True,) * 6,
+    "cites": 1,
+    "invalid": 0,
+    "aligned": 1,
+    "expect": "answer",
+    "abstained": False,
+    "flags": None,
+    "stage": None,
+    "span": None,
+    "label": "entailed",
+    "basis": "gold",
+}
+
+
 def claim(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
     trace: str,
-    case: str,
+    case: str | None,
     gold: str | None,
     bucket: str,
-    *,
-    text: str | None = "claim text",
-    chain: tuple[bool, ...] = (True,) * 6,
-    cites: int = 1,
-    invalid: int = 0,
-    aligned: int = 1,
-    expect: str = "answer",
-    abstained: bool = False,
-    flags: list[str] | None = None,
-    stage: str | None = None,
-    span: str | None = None,
-    label: str = "entailed",
-    basis: str = "gold",
+    **columns: Unpack[Columns],
 ) -> None:
+    """One claim_results row; ``flags`` default to the bucket's own flag (none for ok)."""
+    c: Columns = {**DEFAULTS, **columns}
+    flags = c["flags"]
     con.execute(
         # these columns by name: the others (rationale, generation span) stay NULL
         f"INSERT INTO claim_results ({', '.join(_CLAIM_COLUMNS)}) VALUES ({', '.join('?' * len(_CLAIM_COLUMNS))})",
@@ -98,22 +122,22 @@ def claim(
             trace,
             case,
             gold,
-            text,
+            c["text"],
             bucket,
-            stage,
-            span,
+            c["stage"],
+            c["span"],
             flags if flags is not None else ([] if bucket == "ok" else [bucket]),
             f"why {bucket}",
-            label,
+            c["label"],
             [],
             T0,
-            *chain,
-            cites,
-            invalid,
-            aligned,
-            expect,
-            abstained,
-            basis,
+            *c["chain"],
+            c["cites"],
+            c["invalid"],
+            c["aligned"],
+            c["expect"],
+            c["abstained"],
+            c["basis"],
         ],
     )
 
@@ -431,8 +455,9 @@ def _mixed_run(con: duckdb.DuckDBPyConnection, run_id: str, started: dt.datetime
     claim(con, run_id, "t2", "c2", "g", "grounding", stage="generation", span="s2")
     claim(con, run_id, "t3", None, None, corpus_a, text="A.", basis="corpus", stage="generation", span="s3")
     claim(con, run_id, "t3", None, None, "ok", text="B.", basis="corpus")
-    claim(con, run_id, "t4", None, "(answer)", "access_violation", text=None, basis="corpus", stage="retrieval",
-          span="s4")  # fmt: skip
+    claim(
+        con, run_id, "t4", None, "(answer)", "access_violation", text=None, basis="corpus", stage="retrieval", span="s4"
+    )
     verdicts = [
         ("t1", "c1", "ok", "gold"),
         ("t2", "c2", "grounding", "gold"),
@@ -453,10 +478,14 @@ def test_basis_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
     _mixed_run(store, "m0", T0, "ok")
     _mixed_run(store, "m1", T0 + dt.timedelta(days=1), "grounding")
     zero = dict.fromkeys(BUCKETS, 0)
-    by_basis = [(b, bucket, n) for b, counts in (
-        ("gold", {**zero, "grounding": 1, "ok": 1}),
-        ("corpus", {**zero, "access_violation": 1, "grounding": 1, "ok": 1}),
-    ) for bucket, n in counts.items()]  # fmt: skip
+    by_basis = [
+        (b, bucket, n)
+        for b, counts in (
+            ("gold", {**zero, "grounding": 1, "ok": 1}),
+            ("corpus", {**zero, "access_violation": 1, "grounding": 1, "ok": 1}),
+        )
+        for bucket, n in counts.items()
+    ]
     assert run(store, "report_basis", run_id="m1") == by_basis
     assert [r[1:] for r in run(store, "report_buckets", run_id="m1", basis="corpus") if r[2]] == [
         ("access_violation", 1, 0.3333),
@@ -487,10 +516,20 @@ def test_basis_rows_in_rows_out(store: duckdb.DuckDBPyConnection) -> None:
         )
     ]
     assert run(store, "report_failing_claims", run_id="m1", basis="corpus") == [
-        (None, "(answer)", None, "access_violation", "retrieval", "why access_violation", "t4", "s4",
-         ["access_violation"], "corpus"),
+        (
+            None,
+            "(answer)",
+            None,
+            "access_violation",
+            "retrieval",
+            "why access_violation",
+            "t4",
+            "s4",
+            ["access_violation"],
+            "corpus",
+        ),
         (None, None, "A.", "grounding", "generation", "why grounding", "t3", "s3", ["grounding"], "corpus"),
-    ]  # fmt: skip
+    ]
     assert [r[6] for r in run(store, "report_failing_claims", run_id="m1", basis="gold")] == ["t2"]
     # the corpus claim "A." went ok -> grounding: a regression of the corpus basis, by its text
     assert run(store, "report_regressions", run_id="m1", previous_run_id=None) == [

@@ -25,7 +25,7 @@ from citeline.instrumentation import (
     retrieval,
 )
 from citeline.instrumentation.chunks import content_hash
-from tests.conftest import Tracing, make_tracing, read_trace_files
+from tests.conftest import Tracing, attr_str, attr_strs, make_tracing, read_trace_files
 
 
 def _chunks(prefix: str, n: int) -> list[dict[str, Any]]:
@@ -61,7 +61,7 @@ def _label_maps(tracing: Tracing) -> dict[str, tuple[str, ...]]:
     """question -> chunk ids of the label map recorded on that request's generation span."""
     spans = tracing.spans()
     questions = {
-        s.context.span_id: (s.attributes or {})["citeline.request.question"]
+        s.context.span_id: attr_str(s, "citeline.request.question")
         for s in spans
         if (s.attributes or {}).get("citeline.stage") == "request"
     }
@@ -70,7 +70,7 @@ def _label_maps(tracing: Tracing) -> dict[str, tuple[str, ...]]:
         attrs = s.attributes or {}
         if attrs.get("citeline.stage") == "generation":
             assert s.parent is not None
-            out[questions[s.parent.span_id]] = attrs["citeline.generation.context.chunk_id"]
+            out[questions[s.parent.span_id]] = attr_strs(s, "citeline.generation.context.chunk_id")
     return out
 
 
@@ -138,7 +138,7 @@ def test_unreadable_return_value_never_breaks_the_app(tracing: Tracing, monkeypa
 
     assert search("q") is sentinel
     (span,) = tracing.by_stage("retrieval")
-    assert (span.attributes or {})["citeline.adapter_error"].startswith("TypeError: cannot read a chunk")
+    assert attr_str(span, "citeline.adapter_error").startswith("TypeError: cannot read a chunk")
 
 
 def test_host_exception_propagates_unchanged_and_is_recorded(tracing: Tracing) -> None:
@@ -166,7 +166,8 @@ def test_host_exception_propagates_unchanged_and_is_recorded(tracing: Tracing) -
         assert span.status.description == "AppError: index offline"
         (event,) = span.events
         assert event.name == "exception"
-        assert (event.attributes or {})["exception.type"].endswith("AppError")
+        exception_type = (event.attributes or {})["exception.type"]
+        assert isinstance(exception_type, str) and exception_type.endswith("AppError")
 
 
 def test_streaming_generation_abandoned_or_raising_records_what_was_produced(tracing: Tracing) -> None:

@@ -17,6 +17,7 @@ from citeline.analyzer.labels.calibrate import calibrate
 
 DATA = Path(__file__).resolve().parent / "data"
 
+# fmt: skip below: a table, one example a row with its fields across (ruff would set one field a line)
 RULES = [
     # (rule, claim, evidence, label)
     ("window", "The museum is closed on Mondays.",
@@ -65,6 +66,7 @@ def test_each_rule_on_its_motivating_example(rule: str, claim: str, evidence: st
 
 # --- v3: the qualifiers (issue #24). Each example: v2 said entailed; v3 says otherwise, and why ------------
 
+# fmt: skip below: a table, one example a row with its fields across (ruff would set one field a line)
 V3 = [
     # (reader, claim, evidence, v3 label, v3 rationale)
     ("comparison", "Orders under $50 ship free.", "Orders over $50 ship free within the continental US.",
@@ -112,6 +114,7 @@ V3 = [
 ]  # fmt: skip
 
 # each example's twin: the same reader reads it and finds nothing wrong (v2 and v3 both entailed)
+# fmt: skip below: a table, one example a row with its fields across (ruff would set one field a line)
 TWINS = [
     ("comparison", "Orders over $50 ship free.", "Orders over $50 ship free within the continental US."),
     ("comparison", "Cancellations need 48 hours or more of notice.", "Cancellations need at least 48 hours of notice."),
@@ -176,6 +179,7 @@ def test_the_version_is_an_option_and_names_the_judge() -> None:
         load("rules", version="4")
 
 
+# fmt: skip below: the cue words read across (ruff would set one a line)
 _CUES = [
     "under", "over", "at least", "at most", "before", "after", "since", "within", "or more", "or less", "per day",
     "per user", "monthly", "a month", "fell", "rose", "increase", "decrease", "all", "every", "some", "always",
@@ -229,6 +233,7 @@ def _agreement(name: str, version: str) -> tuple[int, float, float]:
     return a.n, round(a.kappa, 3), round(a.false_support, 3)
 
 
+@pytest.mark.slow
 def test_v2_agrees_with_people_exactly_as_it_did() -> None:
     """v2 stays loadable for comparison, and answers as it always did: the figures of docs/judges.md."""
     assert _agreement("wice/claim_test.jsonl", "2") == (358, 0.424, 0.154)
@@ -257,6 +262,7 @@ def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
     assert v3[1] >= v2[1], (v2, v3)
 
 
+@pytest.mark.slow
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from citeline.analyzer.cli.main import main
     from citeline.analyzer.run.analyze import analyze
@@ -287,6 +293,7 @@ def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsy
     assert "no run has human labels; run analyze with --labels FILE first" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_large_batch_on_every_core_answers_as_one_process_does() -> None:
     """judge_many spreads 4,000+ items over processes (grouped by evidence): same answers, same order."""
     from citeline.analyzer.judges import JudgeItem
@@ -321,6 +328,7 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
     assert verdict.label == "entailed", verdict
 
 
+@pytest.mark.slow
 def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
     """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
     from citeline.analyzer.run.analyze import analyze

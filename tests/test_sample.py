@@ -66,6 +66,7 @@ def test_the_same_seed_draws_the_same_blind_sheet(store: Path, tmp_path: Path) -
         assert r["cited_versions"] == " ".join(corpus[i].version or "-" if i in corpus else "-" for i in ids)
 
 
+@pytest.mark.slow
 def test_labels_read_back_change_only_the_sampled_rows_and_the_report_shows_agreement(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ from tests.analysis_helpers import run_and_analyze
 ROW = ["trace_id", "case_id", "gold_claim_id", "claim_text", "bucket", "stage", "span_id", "flags", "reason"]
 
 
+@pytest.mark.slow
 def test_slicing_the_run_changes_no_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     whole, _ = run_and_analyze(tmp_path, SCENARIOS)
     # one row per (trace, gold claim): two traces with the same claim and different quotes once
@@ -47,6 +48,7 @@ def test_results_are_read_from_the_store_when_first_used(tmp_path: Path) -> None
     assert sum(result.summary.values()) == result.claims.height
 
 
+@pytest.mark.slow
 def test_slices_hold_traces_whose_spans_were_stored_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Half of every trace's spans in one file, the rest in another read later: each slice's
     rowid range must stretch to reach them, and no row may change."""
@@ -54,7 +56,8 @@ def test_slices_hold_traces_whose_spans_were_stored_apart(tmp_path: Path, monkey
 
     whole, _ = run_and_analyze(tmp_path, SCENARIOS)
     lines = next(tmp_path.glob("**/traces/*.jsonl")).read_bytes().split(b"\n")[:-1]
-    first, second = [], []
+    first: list[str] = []
+    second: list[str] = []
     for line in lines:
         doc = json.loads(line)
         spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]

@@ -20,7 +20,7 @@ import pytest
 
 from citeline.analyzer import steps as _steps
 from citeline.analyzer.run.analyze import analyze
-from citeline.analyzer.store import connect
+from citeline.analyzer.store import connect, sql
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 from tests.test_layering import import_graph, reaches
@@ -39,7 +39,7 @@ def _declared() -> dict[str, tuple[tuple[str, str], ...]]:
     con = duckdb.connect()
     out: dict[str, tuple[tuple[str, str], ...]] = {}
     for name in QUERIES:
-        if "-- Writes:" in _steps.sql(name) and not _steps.step(name).mode:
+        if "-- Writes:" in sql(name) and not _steps.step(name).mode:
             s = _steps.step(name)
             assert s.table not in out or out[s.table] == s.columns, f"{s.table} declared twice, differently"
             out[s.table] = s.columns
@@ -77,7 +77,7 @@ def test_every_table_the_run_leaves_is_the_one_its_declaration_names(tmp_path: P
 
 def test_a_step_whose_select_drifts_from_its_header_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "-- drift.sql\n-- Writes: t_drift_test\n-- Columns: a VARCHAR, b BIGINT\nSELECT 'x' AS a, 1.5 AS b\n"
-    real = _steps.sql
+    real = sql
     monkeypatch.setattr(_steps, "sql", lambda name: text if name == "drift" else real(name))
     _steps.step.cache_clear()
     con = duckdb.connect()
@@ -101,7 +101,7 @@ def test_a_step_whose_select_drifts_from_its_header_is_refused_by_name(monkeypat
 
 def test_a_rewrite_must_keep_the_columns_it_found(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "-- Writes: t_kept (rewrite)\nSELECT * EXCLUDE (b) FROM t_kept\n"
-    real = _steps.sql
+    real = sql
     monkeypatch.setattr(_steps, "sql", lambda name: text if name == "rewrite" else real(name))
     _steps.step.cache_clear()
     con = duckdb.connect()
@@ -116,7 +116,7 @@ def test_a_rewrite_must_keep_the_columns_it_found(monkeypatch: pytest.MonkeyPatc
 
 def test_a_header_without_an_output_or_its_columns_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = {"none": "-- nothing declared\nSELECT 1\n", "bare": "-- Writes: t_bare\nSELECT 1 AS a\n"}
-    real = _steps.sql
+    real = sql
     monkeypatch.setattr(_steps, "sql", lambda name: texts.get(name) or real(name))
     _steps.step.cache_clear()
     try:
@@ -137,8 +137,8 @@ def test_fill_types_python_columns_as_the_declaration_does() -> None:
     ]
     _steps.fill(con, "t_answer_claims", rows=[])  # nothing: the declared table, empty
     assert con.execute("SELECT count(*) FROM t_answer_claims").fetchall() == [(0,)]
-    assert [t for _n, t, *_ in con.execute("DESCRIBE t_answer_claims").fetchall()] == [
-        "BIGINT", "BIGINT", "VARCHAR", "VARCHAR[]", "BOOLEAN", "BIGINT[]"]  # fmt: skip
+    types = [t for _n, t, *_ in con.execute("DESCRIBE t_answer_claims").fetchall()]
+    assert types == ["BIGINT", "BIGINT", "VARCHAR", "VARCHAR[]", "BOOLEAN", "BIGINT[]"]
     with pytest.raises(_steps.StepError, match=r"t_answer_skipped: given columns \['kind', 'split'\]; declared"):
         _steps.fill(con, "t_answer_skipped", {"split": [1], "kind": ["greeting"]})
     with pytest.raises(_steps.StepError, match=r"t_nowhere is not declared in queries/text_tables\.sql"):

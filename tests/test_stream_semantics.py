@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.instrumentation import generation, request, retrieval
-from tests.conftest import Tracing, make_tracing
+from tests.conftest import Tracing, attr_strs, make_tracing
 
 Log = list[tuple[Any, ...]]
 
@@ -99,9 +100,9 @@ def run_sync(make: Callable[[Log, int], Any], n: int, ops: list[tuple[Any, ...]]
         if op[0] == "next":
             seen.append(_outcome(lambda: next(gen)))
         elif op[0] == "send":
-            seen.append(_outcome(lambda op=op: gen.send(op[1])))
+            seen.append(_outcome(partial(gen.send, op[1])))
         elif op[0] == "throw":
-            seen.append(_outcome(lambda op=op: gen.throw(ERRORS[op[1]](f"thrown-{len(seen)}"))))
+            seen.append(_outcome(partial(gen.throw, ERRORS[op[1]](f"thrown-{len(seen)}"))))
         else:
             seen.append(_outcome(gen.close))
     if abandon:
@@ -279,7 +280,7 @@ def test_interleaved_streaming_requests_in_one_thread_stay_in_their_own_traces(t
     traces = {r.context.trace_id for r in reqs.values()}
     assert len(traces) == 3
     for s in tracing.by_stage("retrieval"):
-        (chunk,) = (s.attributes or {})["citeline.chunks.chunk_id"]
+        (chunk,) = attr_strs(s, "citeline.chunks.chunk_id")
         owner = reqs[chunk.split("#")[1].split("-")[0]]
         assert s.context.trace_id == owner.context.trace_id
         assert s.parent is not None and s.parent.span_id == owner.context.span_id

@@ -3,7 +3,10 @@ the same figures and the same buckets as the one-process path, and no worker lef
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -27,12 +30,17 @@ _text = st.lists(
 ).map(" ".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gen=st.lists(_text, min_size=1, max_size=4, unique=True), gold=st.lists(_text, min_size=1, max_size=3))
 def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]) -> None:
     """similarity.sql computes overlap() and shared_numbers() exactly, empty sets and repeats included."""
     con = duckdb.connect()
-    sets = {"text": list(gen), "stems": [sorted(stems(t)) for t in gen], "numbers": [sorted(numbers(t)) for t in gen]}
+    sets: dict[str, list[Any]] = {
+        "text": list(gen),
+        "stems": [sorted(stems(t)) for t in gen],
+        "numbers": [sorted(numbers(t)) for t in gen],
+    }
     _steps.fill(con, "t_text_sets", sets)
     more = sorted(set(gold))
     _steps.fill(
@@ -60,6 +68,7 @@ def test_similarity_sql_equals_the_python_scores(gen: list[str], gold: list[str]
     assert got == want
 
 
+@pytest.mark.slow
 def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,10 +78,15 @@ def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_do
     assert _workers.shared() is None
     monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 1)
     monkeypatch.setattr(_rules, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(_workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     started: list[object] = []
     real_start = _workers.start
-    monkeypatch.setattr(_workers, "start", lambda preload=(): started.append(real_start(preload)) or started[-1])
+
+    def starting(preload: Sequence[str] = ()) -> object:
+        started.append(real_start(preload))
+        return started[-1]
+
+    monkeypatch.setattr(_workers, "start", starting)
     second = _analyze.analyze(tmp_path / "pooled.duckdb", gold=gold_path(), traces=[tmp_path / "traces"])
     assert started and started[0] is not None  # the pool really ran
     assert _workers.shared() is None  # and is gone with the run
@@ -83,6 +97,7 @@ def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_do
     assert pooled.to_dicts() == one.to_dicts()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     claim=st.text(),
@@ -113,11 +128,16 @@ def test_a_run_in_another_thread_does_not_see_or_stop_this_runs_pool(monkeypatch
     """Two analyses in two threads of one host: each has its own pool; one ending never stops the other's."""
     import threading
 
-    monkeypatch.setattr(_workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     mine = _workers.start()
     try:
         seen: list[object] = []
-        other = threading.Thread(target=lambda: (seen.append(_workers.shared()), _workers.stop()))
+
+        def from_another_thread() -> None:
+            seen.append(_workers.shared())
+            _workers.stop()
+
+        other = threading.Thread(target=from_another_thread)
         other.start()
         other.join()
         assert seen == [None]

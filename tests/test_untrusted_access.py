@@ -127,8 +127,8 @@ def _request_span(rows: list[dict[str, Any]], tmp_path: Path) -> str:
     return str(rows[0]["span_id"])
 
 
-GUEST_EMPTY_COLLECTOR = {"arrayValue": {}}
-GUEST_EMPTY_CITELINE = {"arrayValue": {"values": []}}
+GUEST_EMPTY_COLLECTOR: dict[str, Any] = {"arrayValue": {}}
+GUEST_EMPTY_CITELINE: dict[str, Any] = {"arrayValue": {"values": []}}
 STAFF = {"arrayValue": {"values": [{"stringValue": "staff"}]}}
 
 
@@ -211,7 +211,7 @@ def test_restricted_text_under_an_id_the_gold_set_does_not_list_is_restricted(tm
     assert "access_violation" not in staff["flags"] and staff["bucket"] != "not_evaluable"
 
 
-_ENCODINGS = {
+_ENCODINGS: dict[str, list[Any]] = {
     "guest": [GUEST_EMPTY_COLLECTOR, GUEST_EMPTY_CITELINE],
     "public": [{"arrayValue": {"values": [{"stringValue": "public"}]}}],
     "staff": [STAFF],
@@ -227,6 +227,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _write(tmp, [{"case_id": "staff-perk", "principal": {"id": "x", "groups": ["staff"]}}])
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     who=st.sampled_from(sorted(_ENCODINGS)),

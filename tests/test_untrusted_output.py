@@ -14,15 +14,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import cmarkgfm
 import pytest
-from cmarkgfm.cmark import Options
 
 from citeline.analyzer.cli.main import main
 from citeline.analyzer.escaping import is_span_id, is_trace_id, md, term
 from citeline.analyzer.reports.report import span_url, trace_url
 from citeline.instrumentation import context_assembly, generation, request, retrieval
 from tests.conftest import make_tracing
+from tests.extras import needs
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
@@ -109,9 +108,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _gfm(text: str) -> str:
-    return cmarkgfm.markdown_to_html_with_extensions(
+    needs("cmarkgfm", "GitHub's Markdown renderer")
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    rendered: str = cmarkgfm.markdown_to_html_with_extensions(
         text, options=Options.CMARK_OPT_UNSAFE, extensions=["table", "autolink", "strikethrough", "tagfilter"]
     )
+    return rendered
 
 
 def test_the_markdown_report_renders_no_markup_link_or_image_from_a_trace(

@@ -38,6 +38,7 @@ def test_the_single_scan_reads_the_repository_prose_as_the_per_pattern_reader() 
     assert differ == []
 
 
+# the alphabet the texts are drawn from, read across (ruff would set one piece a line)
 PIECES = ["$", "€", "5", "30", "4.99", "1,000", "2026-01-05", "july", "jul.", "4", "1776", "days", "business days",
           "%", "percent", "usd", "try", "two", "weeks", " ", " ", ", ", "-", ".", "kg", "the", "in"]  # fmt: skip
 

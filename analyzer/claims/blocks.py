@@ -49,99 +49,140 @@ def _lines(masked: str) -> list[tuple[int, int]]:
 def blocks(text: str, masked: str) -> list[Block]:
     """Paragraphs, list items (with their indented continuation lines), tables, headings and reference
     lists, in order."""
-    html = [(m.start(), m.end()) for m in tables.HTML_TABLE.finditer(masked)] if "<table" in masked.lower() else []
-    lines = _lines(masked)
-    out: list[Block] = []
-    para: Block | None = None
-    lead = ""
-    biblio = False
-    i = 0
+    return _Cut(text, masked).run()
 
-    def close() -> None:
-        nonlocal para, lead
-        if para is not None:
-            out.append(para)
-            last = masked[para.start : para.end].strip().splitlines()[-1].strip()
-            lead = last if last.endswith(":") else ""
-            para = None
 
-    while i < len(lines):
-        start, end = lines[i]
-        line = masked[start:end]
-        stripped = line.strip()
-        if html and html[0][0] < end:
-            close()
-            t_start, t_end = html.pop(0)
-            out.append(Block("table", t_start, t_end, lead, tables.html_rows(text, t_start, t_end)))
-            while i < len(lines) and lines[i][1] <= t_end:
-                i += 1
-            continue
-        if not stripped:
-            close()
-            i += 1
-            continue
-        if biblio or BIBLIOGRAPHY_HEAD.match(stripped) or FOOTNOTE_DEF.match(line):
-            is_entry = bool(ENTRY.match(line) or FOOTNOTE_DEF.match(line) or _URL.search(line))
-            if biblio and not is_entry:
-                biblio = False
-            else:
-                close()
-                biblio = biblio or bool(BIBLIOGRAPHY_HEAD.match(stripped))
-                out.append(Block("biblio", start, end))
-                i += 1
-                continue
-        if _HEADING.match(line):
-            close()
-            out.append(Block("heading", start, end))
-            lead = stripped
-            i += 1
-            continue
-        one_line_above = para is not None and para.end == start and masked[para.start : para.end].count("\n") <= 1
-        if _SETEXT.match(line) and para is not None and one_line_above:  # "Returns\n=======": a heading
-            para.kind = "heading"
-            lead = masked[para.start : para.end].strip()
-            out.append(para)
-            para = None
-            i += 1
-            continue
-        is_table = stripped.startswith("|") or (
-            "|" in stripped and i + 1 < len(lines) and tables.SEPARATOR.match(masked[lines[i + 1][0] : lines[i + 1][1]])
+class _Cut:
+    """One pass over an answer's lines. A line starts the first of these it is (an HTML table, a blank, a
+    reference entry, a heading, a setext underline, a Markdown table, a list item) and its reader takes
+    the lines that belong with it; any other line continues the open paragraph."""
+
+    def __init__(self, text: str, masked: str) -> None:
+        self.text, self.masked = text, masked
+        self.html = (
+            [(m.start(), m.end()) for m in tables.HTML_TABLE.finditer(masked)] if "<table" in masked.lower() else []
         )
-        if is_table:
-            close()
-            rows = [lines[i]]
-            i += 1
-            while (
-                i < len(lines)
-                and "|" in masked[lines[i][0] : lines[i][1]]
-                and masked[lines[i][0] : lines[i][1]].strip()
+        self.lines = _lines(masked)
+        self.out: list[Block] = []
+        self.para: Block | None = None
+        self.lead = ""  # the last heading, or a paragraph's last line that ends with ":"
+        self.biblio = False  # inside a reference list
+        self.i = 0  # the next line
+
+    def run(self) -> list[Block]:
+        while self.i < len(self.lines):
+            start, end = self.lines[self.i]
+            line = self.masked[start:end]
+            stripped = line.strip()
+            if self.html and self.html[0][0] < end:
+                self._html_table()
+            elif not stripped:
+                self._close()
+                self.i += 1
+            elif (self.biblio or BIBLIOGRAPHY_HEAD.match(stripped) or FOOTNOTE_DEF.match(line)) and self._reference(
+                start, end, line, stripped
             ):
-                rows.append(lines[i])
-                i += 1
-            out.append(Block("table", rows[0][0], rows[-1][1], lead, tables.markdown_rows(text, masked, rows)))
-            continue
-        if LIST_ITEM.match(line):
-            if para is not None:
-                close()
-            item = Block("item", start, end, lead)
-            i += 1
-            while i < len(lines):  # indented continuation lines belong to the item
-                c_start, c_end = lines[i]
-                cont = masked[c_start:c_end]
-                if not cont.strip() or not cont[:1].isspace() or LIST_ITEM.match(cont):
-                    break
-                item.end = c_end
-                i += 1
-            out.append(item)
-            continue
-        if para is None:
-            para = Block("para", start, end)
-        else:
-            para.end = end
+                pass
+            elif _HEADING.match(line):
+                self._heading(start, end, stripped)
+            elif _SETEXT.match(line) and self._setext(start):
+                pass
+            elif stripped.startswith("|") or ("|" in stripped and self._separator_below()):
+                self._table()
+            elif LIST_ITEM.match(line):
+                self._item(start, end)
+            else:
+                self._paragraph(start, end)
+        self._close()
+        _trailing_references(self.masked, self.out)
+        return self.out
+
+    def _line(self, i: int) -> str:
+        return self.masked[self.lines[i][0] : self.lines[i][1]]
+
+    def _close(self) -> None:
+        """End the open paragraph; its last line is the next block's lead-in when it ends with ":"."""
+        if self.para is not None:
+            self.out.append(self.para)
+            last = self.masked[self.para.start : self.para.end].strip().splitlines()[-1].strip()
+            self.lead = last if last.endswith(":") else ""
+            self.para = None
+
+    def _html_table(self) -> None:
+        self._close()
+        t_start, t_end = self.html.pop(0)
+        self.out.append(Block("table", t_start, t_end, self.lead, tables.html_rows(self.text, t_start, t_end)))
+        while self.i < len(self.lines) and self.lines[self.i][1] <= t_end:
+            self.i += 1
+
+    def _reference(self, start: int, end: int, line: str, stripped: str) -> bool:
+        """A reference list's heading or entry, or a footnote definition; a line that is no entry ends the list
+        (and is read as what else it is)."""
+        is_entry = bool(ENTRY.match(line) or FOOTNOTE_DEF.match(line) or _URL.search(line))
+        if self.biblio and not is_entry:
+            self.biblio = False
+            return False
+        self._close()
+        self.biblio = self.biblio or bool(BIBLIOGRAPHY_HEAD.match(stripped))
+        self.out.append(Block("biblio", start, end))
+        self.i += 1
+        return True
+
+    def _heading(self, start: int, end: int, stripped: str) -> None:
+        self._close()
+        self.out.append(Block("heading", start, end))
+        self.lead = stripped
+        self.i += 1
+
+    def _setext(self, start: int) -> bool:
+        """A "=======" line under a one-line paragraph makes that paragraph a heading ("Returns" over "===")."""
+        para = self.para
+        if para is None or not (para.end == start and self.masked[para.start : para.end].count("\n") <= 1):
+            return False
+        para.kind = "heading"
+        self.lead = self.masked[para.start : para.end].strip()
+        self.out.append(para)
+        self.para = None
+        self.i += 1
+        return True
+
+    def _separator_below(self) -> bool:
+        return self.i + 1 < len(self.lines) and bool(tables.SEPARATOR.match(self._line(self.i + 1)))
+
+    def _table(self) -> None:
+        """A Markdown table: a line that starts with "|", or has one above a separator row; rows run to a
+        line without "|"."""
+        i, lines = self.i, self.lines
+        self._close()
+        rows = [lines[i]]
         i += 1
-    close()
-    _trailing_references(masked, out)
-    return out
+        while i < len(lines) and "|" in self._line(i) and self._line(i).strip():
+            rows.append(lines[i])
+            i += 1
+        self.i = i
+        self.out.append(
+            Block("table", rows[0][0], rows[-1][1], self.lead, tables.markdown_rows(self.text, self.masked, rows))
+        )
+
+    def _item(self, start: int, end: int) -> None:
+        """A list item with its indented continuation lines."""
+        self._close()
+        item = Block("item", start, end, self.lead)
+        self.i += 1
+        while self.i < len(self.lines):
+            cont = self._line(self.i)
+            if not cont.strip() or not cont[:1].isspace() or LIST_ITEM.match(cont):
+                break
+            item.end = self.lines[self.i][1]
+            self.i += 1
+        self.out.append(item)
+
+    def _paragraph(self, start: int, end: int) -> None:
+        if self.para is None:
+            self.para = Block("para", start, end)
+        else:
+            self.para.end = end
+        self.i += 1
 
 
 def _trailing_references(masked: str, blocks: list[Block]) -> None:

@@ -197,24 +197,32 @@ def kind_of(text: str, *, cited: bool, has_digit: bool, abstains: bool) -> str |
 
     ``abstains``: it holds one of the run's abstention phrases (a statement about the sources)."""
     end = text.rstrip(" \"'”’)*_]")
+    kind = _kind_cited_or_not(text, end, abstains)
+    if kind is not None or cited:
+        return kind
+    return _kind_uncited(end, has_digit)
+
+
+def _kind_cited_or_not(text: str, end: str, abstains: bool) -> str | None:
+    """The kinds a marker does not make a claim: a reference list's heading, a list number, a statement
+    about the sources."""
     if text.lstrip(" #*_")[:1] in _BIBLIOGRAPHY_OPENS and BIBLIOGRAPHY_HEAD.match(text):
         return "bibliography"
     if len(end) <= 12 and _LIST_NUMBER.match(end):
         return "list_number"
-    if abstains:
+    if abstains or (_may_be_meta(end.lower()) and _META.search(end)):
         return "meta"
-    if _may_be_meta(end.lower()) and _META.search(end):
-        return "meta"
-    if cited:
-        return None
+    return None
+
+
+def _kind_uncited(end: str, has_digit: bool) -> str | None:
+    """The kinds only an uncited sentence is: a question, a greeting, a transition."""
     if end.endswith("?"):
         return "question"
     word = _first_word(end)
     if not has_digit and word in _GREETING_WORDS and _says_little_after(_GREETING, end):
         return "greeting"
-    if end.endswith(":"):
-        return "transition"
-    if not has_digit and word in _TRANSITION_WORDS and _says_little_after(_TRANSITION, end):
+    if end.endswith(":") or (not has_digit and word in _TRANSITION_WORDS and _says_little_after(_TRANSITION, end)):
         return "transition"
     return None
 

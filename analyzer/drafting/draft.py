@@ -23,12 +23,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from citeline.analyzer.gold.goldset import GoldCase, GoldSet, load_gold, normalise_question
 from citeline.instrumentation import schema as K
+
+if TYPE_CHECKING:
+    import duckdb
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -253,87 +256,121 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
     """A draft gold set from real traces: one case per distinct question (see the module docstring)."""
     import tempfile
 
-    from citeline.analyzer.run import joining
     from citeline.analyzer.sources.ingest import ingest, trace_files
     from citeline.analyzer.store import connect
 
     base, rows = _base_corpus(corpus)
     out = Drafted(corpus=rows)
-    known = {r["chunk_id"] for r in rows}
     files = trace_files(paths)
     with tempfile.TemporaryDirectory() as tmp:
         con = connect(Path(tmp) / "draft.duckdb")
         try:
             report = ingest(con, files)
             out.problems += [str(p) for p in report.problems]
-            asked = con.execute(
-                "SELECT DISTINCT case_id, question FROM spans WHERE stage = 'request' AND question IS NOT NULL "
-                "ORDER BY case_id NULLS LAST, question"
-            ).fetchall()
-            taken: set[str] = set()
-            gold = GoldSet(corpus=dict(base.corpus) if base else {})
-            seen: set[str] = set()
-            for case_id, q in asked:  # the app's own case ids first; other questions get one from their text
-                if case_id is not None:
-                    if case_id not in gold.cases:
-                        gold.cases[case_id] = GoldCase(case_id, q, expect="abstain")
-                        taken.add(case_id)
-                    continue
-                if (norm := normalise_question(q)) not in seen:
-                    seen.add(norm)
-                    slug = _slug(q, taken)
-                    gold.cases[slug] = GoldCase(slug, q, expect="abstain")
-            scope = joining.begin(con, gold, None)  # the run's own join step, over the whole (temporary) store
-            latest: dict[str, tuple[Any, ...]] = {}
-            for part in range(len(scope.slices)):  # each case's newest trace, over every slice
-                joining.join(con, scope.params(part), joining.Tallies())
-                for row in con.execute(
-                    "SELECT case_id, answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, "
-                    "map_label, map_chunk_id, retrieved, trace_id, started_at "
-                    "FROM t_traces QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY started_at DESC, trace_id) "
-                    "= 1"
-                ).fetchall():
-                    held = latest.get(row[0])
-                    if held is None or _newer(row, held):
-                        latest[row[0]] = row
-            newest = [latest[c][:-1] for c in sorted(latest)]
-            oi_texts = dict(
-                con.execute(
-                    "SELECT id, any_value(t) FROM (SELECT unnest(chunk_id) AS id, unnest(oi_doc_text) AS t "
-                    "FROM spans WHERE oi_doc_text IS NOT NULL) WHERE t <> '' GROUP BY id"
-                ).fetchall()
-            )
+            gold = _cases_asked(con, base)
+            newest = _newest_traces(con, gold)
+            oi_texts = _openinference_texts(con)
         finally:
             con.close()
     recorded = _chunk_texts(files)
+    wanted: list[str] = []
+    for row in newest:
+        case, ids = _drafted_case(row, gold.cases[row[0]].question)
+        out.cases.append(case)
+        wanted += ids
+    _add_chunks(out, wanted, recorded, oi_texts)
+    return out
+
+
+def _cases_asked(con: duckdb.DuckDBPyConnection, base: GoldSet | None) -> GoldSet:
+    """A case per question asked in the traces: the app's own case ids first; other questions get one
+    from their text (one per question as normalised)."""
+    asked = con.execute(
+        "SELECT DISTINCT case_id, question FROM spans WHERE stage = 'request' AND question IS NOT NULL "
+        "ORDER BY case_id NULLS LAST, question"
+    ).fetchall()
+    taken: set[str] = set()
+    gold = GoldSet(corpus=dict(base.corpus) if base else {})
+    seen: set[str] = set()
+    for case_id, q in asked:
+        if case_id is not None:
+            if case_id not in gold.cases:
+                gold.cases[case_id] = GoldCase(case_id, q, expect="abstain")
+                taken.add(case_id)
+            continue
+        if (norm := normalise_question(q)) not in seen:
+            seen.add(norm)
+            slug = _slug(q, taken)
+            gold.cases[slug] = GoldCase(slug, q, expect="abstain")
+    return gold
+
+
+def _newest_traces(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> list[tuple[Any, ...]]:
+    """Each case's newest trace over every slice, as the run's own join step reads it (without its start time)."""
+    from citeline.analyzer.run import joining
+
+    scope = joining.begin(con, gold, None)  # over the whole (temporary) store
+    latest: dict[str, tuple[Any, ...]] = {}
+    for part in range(len(scope.slices)):
+        joining.join(con, scope.params(part), joining.Tallies())
+        for row in con.execute(
+            "SELECT case_id, answer, answer_format, abstained, claim_text, evidence_claim, evidence_chunk, "
+            "map_label, map_chunk_id, retrieved, trace_id, started_at "
+            "FROM t_traces QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY started_at DESC, trace_id) "
+            "= 1"
+        ).fetchall():
+            held = latest.get(row[0])
+            if held is None or _newer(row, held):
+                latest[row[0]] = row
+    return [latest[c][:-1] for c in sorted(latest)]
+
+
+def _openinference_texts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Document texts OpenInference spans recorded, by chunk id; documents without an id also under
+    oi:<content hash>, the id they are drafted under."""
     from citeline.instrumentation import content_hash
 
-    for text in list(oi_texts.values()):  # documents without an id are drafted under oi:<content hash>
-        oi_texts.setdefault("oi:" + content_hash(text), text)
-    wanted: list[str] = []
-    for case_id, answer, fmt, abstained, claim_text, ev_claim, ev_chunk, labels, label_ids, retrieved, trace in newest:
-        case: dict[str, Any] = {"case_id": case_id, "question": gold.cases[case_id].question, "status": "draft"}
-        if fmt == "structured" and claim_text:
-            claims = [
-                {
-                    "claim_id": f"c{i + 1}",
-                    "text": t,
-                    "support": [
-                        [c] for c in dict.fromkeys(c for k, c in zip(ev_claim, ev_chunk, strict=False) if k == i)
-                    ],
-                }
-                for i, t in enumerate(claim_text)
-            ]
-        else:
-            mapping = dict(zip(labels or [], label_ids or [], strict=False))
-            claims = _claims(answer or "", lambda labels, m=mapping: [m[x] for x in labels if x in m])
-        if abstained or not claims:
-            case["expect"] = "abstain"
-        else:
-            case["claims"] = claims
-        case["drafted_from"] = trace
-        out.cases.append(case)
-        wanted += [i for c in claims for b in c["support"] for i in b] + list(retrieved or [])
+    texts: dict[str, str] = dict(
+        con.execute(
+            "SELECT id, any_value(t) FROM (SELECT unnest(chunk_id) AS id, unnest(oi_doc_text) AS t "
+            "FROM spans WHERE oi_doc_text IS NOT NULL) WHERE t <> '' GROUP BY id"
+        ).fetchall()
+    )
+    for text in list(texts.values()):
+        texts.setdefault("oi:" + content_hash(text), text)
+    return texts
+
+
+def _drafted_case(row: tuple[Any, ...], question: str) -> tuple[dict[str, Any], list[str]]:
+    """A drafted case from its newest trace's row, and the chunk ids it names (support, then retrieved)."""
+    case_id, answer, fmt, abstained, claim_text, ev_claim, ev_chunk, labels, label_ids, retrieved, trace = row
+    case: dict[str, Any] = {"case_id": case_id, "question": question, "status": "draft"}
+    if fmt == "structured" and claim_text:
+        claims = [
+            {
+                "claim_id": f"c{i + 1}",
+                "text": t,
+                "support": [[c] for c in dict.fromkeys(c for k, c in zip(ev_claim, ev_chunk, strict=False) if k == i)],
+            }
+            for i, t in enumerate(claim_text)
+        ]
+    else:
+        mapping = dict(zip(labels or [], label_ids or [], strict=False))
+        claims = _claims(answer or "", lambda labels, m=mapping: [m[x] for x in labels if x in m])
+    if abstained or not claims:
+        case["expect"] = "abstain"
+    else:
+        case["claims"] = claims
+    case["drafted_from"] = trace
+    return case, [i for c in claims for b in c["support"] for i in b] + list(retrieved or [])
+
+
+def _add_chunks(
+    out: Drafted, wanted: list[str], recorded: Mapping[str, dict[str, Any]], oi_texts: Mapping[str, str]
+) -> None:
+    """Each chunk the cases name that the corpus lacks, with what the traces recorded of it; a problem
+    names the chunks left without text."""
+    known = {r["chunk_id"] for r in out.corpus}
     for cid in dict.fromkeys(wanted):
         if cid in known:
             continue
@@ -352,7 +389,6 @@ def draft_from_traces(paths: Sequence[str | Path], *, corpus: str | Path | None 
             f"{len(textless)} chunk(s) have no text in the traces (record_content=False?): add `text:` "
             "so the judge can read them: " + ", ".join(textless[:5])
         )
-    return out
 
 
 def dump(drafted: Drafted, header: str) -> str:

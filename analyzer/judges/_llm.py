@@ -157,7 +157,8 @@ class LLMJudge(BaseJudge):
     name = "llm"
     reads_context = True  # prompt 2 shows the question and each text's source: they are in the cache key
 
-    def __init__(
+    # each keyword is one --judge-option: load() reads this signature to check and list them (docs/judges.md)
+    def __init__(  # noqa: PLR0913
         self,
         model: str | None = None,
         base_url: str | None = None,

@@ -462,8 +462,8 @@ def render_markdown(r: Report) -> str:
     else:
         lines.append("None.")
     if r.agreement:
-        lines += ["", "### People and the judge (labelled samples)", "", "| bucket | labelled | agree | agreement |",
-                  "|---|---:|---:|---:|"]  # fmt: skip
+        lines += ["", "### People and the judge (labelled samples)", ""]
+        lines += ["| bucket | labelled | agree | agreement |", "|---|---:|---:|---:|"]
         lines += [
             f"| {md(a['bucket'])} | {a['labelled']} | {a['agreeing']} | {_pct(a['agreement'])} |" for a in r.agreement
         ]

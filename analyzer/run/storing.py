@@ -37,7 +37,7 @@ def store_results(con: duckdb.DuckDBPyConnection, run_id: str, files: list[str] 
     steps.run(con, "no_request", {**params, "files": files})
 
 
-def store_run(
+def store_run(  # noqa: PLR0913 - the runs row's columns, each from the step that knows it (issue #32 follow-up: a RunStamp)
     con: duckdb.DuckDBPyConnection,
     run_id: str,
     started: dt.datetime,

@@ -343,7 +343,7 @@ def ingest(
     return report
 
 
-def _ingest_files(
+def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fallbacks; to be cut into steps (issue #32 closing note)
     con: duckdb.DuckDBPyConnection,
     paths: Iterable[str | Path],
     progress: Callable[[int, int], None] | None,
@@ -563,7 +563,7 @@ def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int)
     return int(added[0][0]) if added else 0
 
 
-def _settle(
+def _settle(  # noqa: PLR0913 - what one file's reading left, for its ingested_files row
     con: duckdb.DuckDBPyConnection,
     f: Path,
     size: int,

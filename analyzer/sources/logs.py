@@ -119,7 +119,7 @@ def _records(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     yield rec
 
 
-def plain(v: Any) -> Any:
+def plain(v: Any) -> Any:  # noqa: PLR0911 - one return per OTLP AnyValue kind
     """An OTLP/JSON AnyValue as the plain value it stands for (kvlist -> dict, array -> list)."""
     if not isinstance(v, dict):
         return None

@@ -25,7 +25,7 @@ from citeline.analyzer.testing.captured import CapturedStore
 from citeline.analyzer.testing.perturb_judge import Cell, Run, judge_cells
 from citeline.analyzer.testing.perturbations import CaseContext, Perturbation, renumber, select
 from citeline.instrumentation import schema as K
-from citeline.instrumentation.testing import capture, perturbing
+from citeline.instrumentation.testing import Captured, capture, perturbing
 
 BASELINE = "baseline"
 #: the perturbation whose cells are judged against the gold set with the newer versions in force
@@ -208,70 +208,20 @@ def perturb(
     import time
 
     started = time.perf_counter()
-    try:
-        chosen = select(perturbations)
-    except ValueError as err:
-        raise PerturbError(str(err)) from err
-    gold_set = load_gold(gold)
-    if gold_set.unreadable is not None:
-        raise PerturbError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
-    picked = [c for c in gold_set.cases.values() if not cases or c.case_id in cases]
-    if not picked:
-        raise PerturbError(f"{gold}: no gold case to run" + (f" among {', '.join(cases)}" if cases else ""))
+    chosen, gold_set, picked = _plan(gold, perturbations, cases)
     own_dir = tempfile.TemporaryDirectory(prefix="citeline-perturb-") if workdir is None else None
     folder = Path(own_dir.name if own_dir else str(workdir))
     folder.mkdir(parents=True, exist_ok=True)
     contexts = {c.case_id: CaseContext.of(gold_set, c) for c in picked}
-    runs: list[Run] = []
     store = CapturedStore(folder)
     try:
-        with capture() as cap:
-            for case in picked:
-                ctx = contexts[case.case_id]
-                for p in (None, *chosen):
-                    run = Run(case, p)
-                    runs.append(run)
-                    if p is None:
-                        since = len(cap.spans())
-                        run.error = _call(app, case)
-                    else:
-                        prepared = p.prepare(ctx)
-                        if isinstance(prepared, str):
-                            run.note = prepared
-                            continue
-                        run.change = prepared
-                        since = len(cap.spans())
-                        with perturbing(prepared):
-                            run.error = _call(app, case)
-                    if not run.error:
-                        run.trace_id, run.error = _trace_of(cap.spans(), since)
-            spans = cap.spans()
-        by_trace: dict[str, list[Any]] = {}
-        for s in spans:
-            by_trace.setdefault(f"{s.context.trace_id:032x}", []).append(s)
-        superseded = {r.trace_id for r in runs if r.trace_id and r.perturbation and r.perturbation.name == SUPERSEDE}
-        plain = [s for tid, group in by_trace.items() if tid not in superseded for s in group]
-        rows: dict[str, list[dict[str, Any]]] = {}
-        for subset, gold_path in (
-            (plain, Path(str(gold))),
-            ([s for tid in superseded for s in by_trace[tid]], _perturbed_gold(gold_set, contexts, folder)),
-        ):
-            if not subset:
-                continue
-            result = store.analyze(subset, gold_path, judge=judge)
-            for r in result.claims.to_dicts():
-                rows.setdefault(r["trace_id"], []).append(r)
+        runs, by_trace = _run_matrix(app, picked, contexts, chosen)
+        rows = _claim_rows(store, runs, by_trace, Path(str(gold)), _perturbed_gold(gold_set, contexts, folder), judge)
     finally:
         store.close()
         if own_dir is not None:
             own_dir.cleanup()
-    changed: dict[str, dict[str, list[str]]] = {}
-    for tid, group in by_trace.items():
-        for s in group:
-            name = (s.attributes or {}).get(K.CL_PERTURBATION)
-            if name:
-                changed.setdefault(tid, {}).setdefault(str(name), []).append(f"{s.context.span_id:016x}")
-    cells, baseline = judge_cells(runs, rows, changed, spans_by_trace=by_trace)
+    cells, baseline = judge_cells(runs, rows, _changed_spans(by_trace), spans_by_trace=by_trace)
     verdicts = _verdicts(chosen, cells)
     return PerturbResult(
         gold=str(gold),
@@ -282,6 +232,97 @@ def perturb(
         stages=verdicts,
         seconds=time.perf_counter() - started,
     )
+
+
+def _plan(
+    gold: str | Path, perturbations: Sequence[str] | None, cases: Sequence[str] | None
+) -> tuple[list[Perturbation], GoldSet, list[GoldCase]]:
+    """The perturbations, the gold set and the cases to run; PerturbError when there is nothing to run."""
+    try:
+        chosen = select(perturbations)
+    except ValueError as err:
+        raise PerturbError(str(err)) from err
+    gold_set = load_gold(gold)
+    if gold_set.unreadable is not None:
+        raise PerturbError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
+    picked = [c for c in gold_set.cases.values() if not cases or c.case_id in cases]
+    if not picked:
+        raise PerturbError(f"{gold}: no gold case to run" + (f" among {', '.join(cases)}" if cases else ""))
+    return chosen, gold_set, picked
+
+
+def _run_matrix(
+    app: Callable[[Case], Any],
+    picked: Sequence[GoldCase],
+    contexts: dict[str, CaseContext],
+    chosen: Sequence[Perturbation],
+) -> tuple[list[Run], dict[str, list[Any]]]:
+    """Each case as is, then under each perturbation, in one capture; the runs and the spans by trace id."""
+    runs: list[Run] = []
+    with capture() as cap:
+        for case in picked:
+            for p in (None, *chosen):
+                runs.append(_run_cell(app, case, contexts[case.case_id], p, cap))
+        spans = cap.spans()
+    by_trace: dict[str, list[Any]] = {}
+    for s in spans:
+        by_trace.setdefault(f"{s.context.trace_id:032x}", []).append(s)
+    return runs, by_trace
+
+
+def _run_cell(
+    app: Callable[[Case], Any], case: GoldCase, ctx: CaseContext, p: Perturbation | None, cap: Captured
+) -> Run:
+    """One call of the app: as is (``p`` None) or under ``p``, unless ``p`` does not apply to the case (a note)."""
+    run = Run(case, p)
+    if p is None:
+        since = len(cap.spans())
+        run.error = _call(app, case)
+    else:
+        prepared = p.prepare(ctx)
+        if isinstance(prepared, str):
+            run.note = prepared
+            return run
+        run.change = prepared
+        since = len(cap.spans())
+        with perturbing(prepared):
+            run.error = _call(app, case)
+    if not run.error:
+        run.trace_id, run.error = _trace_of(cap.spans(), since)
+    return run
+
+
+def _claim_rows(
+    store: CapturedStore,
+    runs: Sequence[Run],
+    by_trace: dict[str, list[Any]],
+    gold: Path,
+    superseded_gold: Path,
+    judge: Any,
+) -> dict[str, list[dict[str, Any]]]:
+    """The claim rows of every trace, by trace id: the supersede cells against the gold set with the newer
+    versions in force, the others against the gold set as it is."""
+    superseded = {r.trace_id for r in runs if r.trace_id and r.perturbation and r.perturbation.name == SUPERSEDE}
+    plain = [s for tid, group in by_trace.items() if tid not in superseded for s in group]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for subset, gold_path in ((plain, gold), ([s for tid in superseded for s in by_trace[tid]], superseded_gold)):
+        if not subset:
+            continue
+        result = store.analyze(subset, gold_path, judge=judge)
+        for r in result.claims.to_dicts():
+            rows.setdefault(r["trace_id"], []).append(r)
+    return rows
+
+
+def _changed_spans(by_trace: dict[str, list[Any]]) -> dict[str, dict[str, list[str]]]:
+    """Trace id -> perturbation -> the ids of the spans it changed."""
+    changed: dict[str, dict[str, list[str]]] = {}
+    for tid, group in by_trace.items():
+        for s in group:
+            name = (s.attributes or {}).get(K.CL_PERTURBATION)
+            if name:
+                changed.setdefault(tid, {}).setdefault(str(name), []).append(f"{s.context.span_id:016x}")
+    return changed
 
 
 def _verdicts(chosen: Sequence[Perturbation], cells: Sequence[Cell]) -> dict[str, StageVerdict]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from citeline.analyzer.gold.goldset import GoldCase
 from citeline.analyzer.testing.perturbations import Perturbation
+from citeline.instrumentation import schema as K
 
 ROW_KEYS = ("gold_claim_id", "claim_text", "bucket", "stage", "span_id", "flags", "reason", "cited_chunks", "abstained")
 
@@ -189,8 +190,6 @@ def judge_cells(
     spans_by_trace: dict[str, list[Any]],
 ) -> tuple[list[Cell], dict[str, list[dict[str, Any]]]]:
     """The cells of the matrix, and each case's baseline rows."""
-    from citeline.instrumentation import schema as K
-
     cells: list[Cell] = []
     baseline: dict[str, list[dict[str, Any]]] = {}
     base_rows: dict[str, list[dict[str, Any]]] = {}
@@ -206,43 +205,66 @@ def judge_cells(
         p = run.perturbation
         cell = Cell(cid, p.name, p.stage, str(p.expect), "n/a", reaction=p.reaction)
         cells.append(cell)
-        if run.note:
-            cell.note = run.note
-            continue
-        if cid in base_error:
-            cell.status, cell.note = "skipped", f"the baseline run failed: {base_error[cid]}"
-            continue
-        if run.error:
-            cell.status, cell.note = "error", run.error
-            continue
         trace = run.trace_id or ""
-        cell.spans = changed.get(trace, {}).get(p.name, [])
-        if not run.change.applied:
-            stages = {(s.attributes or {}).get(K.CL_STAGE) for s in spans_by_trace.get(trace, [])}
-            if run.change.skipped:
-                cell.note = run.change.skipped
-            elif p.stage not in stages:
-                cell.note = f"no {p.stage} span in the trace: is the app's {p.stage} step decorated?"
-            elif not run.change.calls:
-                cell.note = f"the {p.stage} step streams (a generator): perturbations change returned values only"
-            else:
-                cell.note = f"the {p.stage} step returned nothing to change"
+        if _settled_unjudged(cell, run, p, base_error.get(cid, ""), changed, spans_by_trace.get(trace, [])):
             continue
-        if not cell.spans:
-            cell.status, cell.note = "error", "the perturbation applied but no span records it"
-            continue
-        got = rows.get(trace, [])
-        cell.rows = [_slim(r) for r in got]
-        base = base_rows.get(cid, [])
-        if p.expect.kind == "bucket":
-            _bucket_cell(cell, p.expect, {r["gold_claim_id"]: r for r in base if r["gold_claim_id"]}, got)
-        elif p.expect.kind == "unchanged":
-            _unchanged_cell(cell, base, got)
-        else:
-            cell.status, cell.got = "reaction", "; ".join(_shown(r) for r in _gold_rows(got))
-        if p.reaction is not None:
-            if all(r["bucket"] == "ok" for r in base) and base:
-                _reaction(cell, p.reaction, run.change, got, base)
-            else:
-                cell.reaction_note = "not judged: the baseline is not all ok"
+        _judge_cell(cell, p, run.change, rows.get(trace, []), base_rows.get(cid, []))
     return cells, baseline
+
+
+def _settled_unjudged(
+    cell: Cell,
+    run: Run,
+    p: Perturbation,
+    base_error: str,
+    changed: dict[str, dict[str, list[str]]],
+    spans: Sequence[Any],
+) -> bool:
+    """Whether the cell is settled before its rows are read: the perturbation did not apply to the case,
+    a run failed, or nothing was changed; the cell then says which. Otherwise its changed spans are set."""
+    if run.note:
+        cell.note = run.note
+        return True
+    if base_error:
+        cell.status, cell.note = "skipped", f"the baseline run failed: {base_error}"
+        return True
+    if run.error:
+        cell.status, cell.note = "error", run.error
+        return True
+    cell.spans = changed.get(run.trace_id or "", {}).get(p.name, [])
+    if not run.change.applied:
+        cell.note = _why_not_applied(p, run.change, spans)
+        return True
+    if not cell.spans:
+        cell.status, cell.note = "error", "the perturbation applied but no span records it"
+        return True
+    return False
+
+
+def _why_not_applied(p: Perturbation, change: Any, spans: Sequence[Any]) -> str:
+
+    if change.skipped:
+        return str(change.skipped)
+    if p.stage not in {(s.attributes or {}).get(K.CL_STAGE) for s in spans}:
+        return f"no {p.stage} span in the trace: is the app's {p.stage} step decorated?"
+    if not change.calls:
+        return f"the {p.stage} step streams (a generator): perturbations change returned values only"
+    return f"the {p.stage} step returned nothing to change"
+
+
+def _judge_cell(
+    cell: Cell, p: Perturbation, change: Any, got: list[dict[str, Any]], base: list[dict[str, Any]]
+) -> None:
+    """The cell's rows against what the perturbation declares, and the app's reaction against the baseline."""
+    cell.rows = [_slim(r) for r in got]
+    if p.expect.kind == "bucket":
+        _bucket_cell(cell, p.expect, {r["gold_claim_id"]: r for r in base if r["gold_claim_id"]}, got)
+    elif p.expect.kind == "unchanged":
+        _unchanged_cell(cell, base, got)
+    else:
+        cell.status, cell.got = "reaction", "; ".join(_shown(r) for r in _gold_rows(got))
+    if p.reaction is not None:
+        if all(r["bucket"] == "ok" for r in base) and base:
+            _reaction(cell, p.reaction, change, got, base)
+        else:
+            cell.reaction_note = "not judged: the baseline is not all ok"

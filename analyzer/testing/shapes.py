@@ -105,21 +105,31 @@ def _set_field(item: Any, field: str, value: Any) -> Any:
     meta = _get(item, "metadata")
     meta = meta if isinstance(meta, Mapping) else None
     if isinstance(item, Mapping):
-        for name in names:
-            if item.get(name) not in (None, ""):
-                return {**item, name: value}
-        if meta is not None:
-            for name in names:
-                if meta.get(name) not in (None, ""):
-                    return {**item, "metadata": {**meta, name: value}}
-        return {**item, names[0]: value}
+        return _set_in_mapping(item, meta, names, value)
+    return _set_on_object(item, meta, field, names, value)
+
+
+def _first_set(holder: Mapping[str, Any], names: Sequence[str]) -> str | None:
+    """The first of ``names`` that ``holder`` has a value under."""
+    return next((name for name in names if holder.get(name) not in (None, "")), None)
+
+
+def _set_in_mapping(item: Mapping[str, Any], meta: Mapping[str, Any] | None, names: Sequence[str], value: Any) -> Any:
+    """A dict chunk: the name it already uses, at the top or in its metadata; else the first name, at the top."""
+    if (name := _first_set(item, names)) is not None:
+        return {**item, name: value}
+    if meta is not None and (name := _first_set(meta, names)) is not None:
+        return {**item, "metadata": {**meta, name: value}}
+    return {**item, names[0]: value}
+
+
+def _set_on_object(item: Any, meta: Mapping[str, Any] | None, field: str, names: Sequence[str], value: Any) -> Any:
+    """An object chunk: the attribute or metadata key it already uses; else a dataclass field, else metadata."""
     # LangChain Document: text is page_content, everything else lives in metadata
     if field == "text" and hasattr(item, "page_content"):
         return _set_attr(item, "page_content", value)
-    if meta is not None and not hasattr(item, "chunk_id"):
-        for name in names:
-            if meta.get(name) not in (None, ""):
-                return _set_attr(item, "metadata", {**meta, name: value})
+    if meta is not None and not hasattr(item, "chunk_id") and (name := _first_set(meta, names)) is not None:
+        return _set_attr(item, "metadata", {**meta, name: value})
     for name in names:
         if getattr(item, name, None) not in (None, "") or (
             dataclasses.is_dataclass(item) and name in {f.name for f in dataclasses.fields(item)}
