@@ -188,3 +188,17 @@ def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
         "a.py:2: citeline.instrumentation._guard",
         "a.py:3: citeline.instrumentation._config",
     ]
+
+
+def test_the_command_line_imports_no_extra() -> None:
+    """`citeline demo` runs on a base install (README's quick start): the CLI and the public analyzer import
+    nothing a base install lacks: no pytest (the plugin's fixture is imported when it is asked for), no
+    Dask, no framework, no Phoenix server."""
+    extras = "{'pytest', '_pytest', 'hypothesis', 'dask', 'distributed', 'openai', 'langchain_core', 'llama_index', "
+    extras += "'haystack', 'phoenix', 'chromadb', 'boto3', 's3fs', 'onnxruntime', 'cmarkgfm'}"
+    code = (
+        "import sys, citeline.analyzer, citeline.analyzer.cli.main, citeline.analyzer.testing\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {extras}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -61,6 +61,7 @@ def test_a_latin1_byte_in_a_yaml_gold_file_is_named_by_its_line_and_column(tmp_p
     assert gold.unreadable == "line 9: not UTF-8 text: byte 0xe9 at line 9, column 38; save the file as UTF-8"
 
 
+@pytest.mark.integration
 def test_a_hostile_trace_reusing_a_span_id_never_annotates_the_honest_span_in_phoenix(
     tmp_path: Path, phoenix: PhoenixServer
 ) -> None:

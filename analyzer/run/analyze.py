@@ -31,8 +31,9 @@ from citeline.analyzer.run import joining, splitting, storing
 from citeline.analyzer.run.judging import CachedJudge, human_table, judge_tables
 from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
-from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, ingest, not_trace_file, trace_files
+from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, ingest, trace_files
 from citeline.analyzer.sources.lake import is_url
+from citeline.analyzer.sources.sniffing import not_trace_file
 from citeline.analyzer.store import DEFAULT_DB, connect
 
 #: what a run's pool of workers imports as it starts, while DuckDB joins traces to cases

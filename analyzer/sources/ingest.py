@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import duckdb
 import orjson
@@ -28,6 +27,7 @@ from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import genai
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources import logs as _logs
+from citeline.analyzer.sources.sniffing import BOM, SNIFF_BYTES, broken_gzip, not_trace_file, not_utf8
 from citeline.analyzer.store import SCHEMA_VERSIONS, run
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
 from citeline.instrumentation.schema import CL_ADAPTER_ERROR
@@ -77,79 +77,6 @@ def duckdb_path(path: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
-_SNIFF_BYTES = 64 * 1024
-_BOM = b"\xef\xbb\xbf"
-
-
-def not_trace_file(path: Path) -> str | None:
-    """Why ``path`` cannot be a trace file, or None. Looks at the start of its lines, one after another
-    (a gzip file truncated further on is found when its batch fails: :func:`_broken_gzip`).
-
-    A file is judged line by line: one in which no line starts an OTLP request is someone else's
-    file (one problem, not one per line); any other file is read, and each line that is not a trace
-    is named on its own, so a bad first line (junk, or nested deeper than any parser goes and longer
-    than the first 64 KiB) never costs the good lines after it."""
-    try:
-        if path.suffix == ".gz":
-            if path.stat().st_size == 0:
-                return "an empty .gz file (zero bytes), not gzip data"
-            with gzip.open(path, "rb") as f:
-                return _no_trace_line(f)
-        with open(path, "rb") as f:
-            return _no_trace_line(f)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        return f"not a readable gzip file ({type(exc).__name__}: {exc})"
-
-
-_SNIFF_LINES = 64  # lines looked at before a file is called someone else's
-_SNIFF_BUDGET = 64 * 1024 * 1024  # bytes read at most to find them (a few huge lines)
-_MARKS = (b'"resourceSpans"', b'"resourceLogs"')  # what starts an OTLP trace or logs request
-
-
-def _no_trace_line(f: IO[bytes] | gzip.GzipFile) -> str | None:
-    """None when one of the first lines starts (within its first 64 KiB) an OTLP trace request."""
-    head = f.read(_SNIFF_BYTES).removeprefix(_BOM)
-    if not head.strip():
-        return None  # empty or blank: nothing to read, nothing wrong
-    if any(mark in head for mark in _MARKS):
-        return None  # the common case: a trace line at the start
-    lines, read, start, window = 0, len(head), b"", head
-    # past the first 64 KiB: each line's own first 64 KiB, line after line
-    while lines < _SNIFF_LINES and read <= _SNIFF_BUDGET:
-        end = window.find(b"\n")
-        if end < 0:
-            if len(start) < _SNIFF_BYTES:
-                start += window[: _SNIFF_BYTES - len(start)]
-                if any(mark in start for mark in _MARKS):
-                    return None
-            window = f.read(1024 * 1024)
-            read += len(window)
-            if not window:
-                break
-            continue
-        start += window[: max(0, min(end, _SNIFF_BYTES - len(start)))]
-        if any(mark in start for mark in _MARKS):
-            return None
-        lines += 1
-        start, window = b"", window[end + 1 :]
-    return (
-        "not a trace file: none of its first lines is an OTLP ExportTraceServiceRequest (resourceSpans) "
-        "or ExportLogsServiceRequest (resourceLogs)"
-    )
-
-
-def _broken_gzip(path: Path) -> str | None:
-    """Why a .gz file cannot be read to its end (truncated, corrupt), or None. Read only after a
-    batch failed: a healthy run decompresses each file once, in DuckDB."""
-    try:
-        with gzip.open(path, "rb") as f:
-            while f.read(16 * 1024 * 1024):
-                pass
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        return f"not a readable gzip file ({type(exc).__name__}: {exc})"
-    return None
-
-
 def _diagnose(
     path: Path, long_why: str | None = None, was_read: Callable[[bytes], bool] = lambda _line: False
 ) -> tuple[int, list[Problem]]:
@@ -179,13 +106,13 @@ def _diagnose(
             continue
         if not raw.strip():
             continue
-        line = (raw.removeprefix(_BOM) if n == 1 else raw).removesuffix(b"\r")
+        line = (raw.removeprefix(BOM) if n == 1 else raw).removesuffix(b"\r")
         try:
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             if was_read(line):  # DuckDB read it (orjson refuses what it nests deeper than 1024, say)
                 continue
-            kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or _not_utf8(line) else "invalid JSON"
+            kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or not_utf8(line) else "invalid JSON"
             problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
             continue
         if (not isinstance(doc, dict) or ("resourceSpans" not in doc and "resourceLogs" not in doc)) and not was_read(
@@ -202,14 +129,6 @@ def _diagnose(
     return count, problems
 
 
-def _not_utf8(line: bytes) -> bool:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
 @dataclass(frozen=True)
 class _Ends:
     """How a file's lines are written: a byte-order mark first, CRLF line ends."""
@@ -223,19 +142,19 @@ def _ends(path: Path) -> _Ends:
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
-                head = f.read(_SNIFF_BYTES)
+                head = f.read(SNIFF_BYTES)
         else:
             with open(path, "rb") as f:
-                head = f.read(_SNIFF_BYTES)
+                head = f.read(SNIFF_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile):
         return _Ends()
-    return _Ends(head.startswith(_BOM), b"\r\n" in head)
+    return _Ends(head.startswith(BOM), b"\r\n" in head)
 
 
 def _whole(size: int, lines: int, covered: int, ends: _Ends = _Ends()) -> bool:
     """Did the lines that gave spans cover the file (each line plus its newline)? DuckDB reads a
     line without a leading byte-order mark and without the \\r of a CRLF line end."""
-    extra = size - covered - (len(_BOM) if ends.bom else 0) - (lines if ends.crlf else 0)
+    extra = size - covered - (len(BOM) if ends.bom else 0) - (lines if ends.crlf else 0)
     return extra in (0, -1) or (ends.crlf and extra == -2) or (size == 0 and lines == 0)
 
 
@@ -403,7 +322,7 @@ def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fal
                 done += sum(sizes[f] for f in planned if f not in batch)
             except duckdb.Error:
                 # a gzip file that breaks off fails its whole batch: name it, read the rest
-                broken = {f: why for f in batch if f.suffix == ".gz" and (why := _broken_gzip(f)) is not None}
+                broken = {f: why for f in batch if f.suffix == ".gz" and (why := broken_gzip(f)) is not None}
                 if not broken:
                     raise
                 for f, why in broken.items():
@@ -475,9 +394,9 @@ def _head(path: Path) -> bytes:
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
-                return f.read(_SNIFF_BYTES)
+                return f.read(SNIFF_BYTES)
         with open(path, "rb") as f:
-            return f.read(_SNIFF_BYTES)
+            return f.read(SNIFF_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile):
         return b""
 

@@ -16,12 +16,27 @@ Metamorphic perturbations, from Python or ``citeline perturb``::
     assert result.all_seen, render_text(result)
 """
 
+from typing import TYPE_CHECKING, Any
+
 from citeline.analyzer.testing.expect import describe, mismatches
 from citeline.analyzer.testing.perturb import Case, PerturbError, PerturbResult, StageVerdict, gold_cases, perturb
 from citeline.analyzer.testing.perturb_judge import Cell
 from citeline.analyzer.testing.perturb_render import render_html, render_text
 from citeline.analyzer.testing.perturbations import CATALOGUE, Expect, Perturbation
-from citeline.analyzer.testing.pytest_plugin import CitelineFixture
+
+if TYPE_CHECKING:
+    from citeline.analyzer.testing.pytest_plugin import CitelineFixture
+
+
+def __getattr__(name: str) -> Any:
+    """``CitelineFixture`` is the pytest plugin's: importing it imports pytest, which a base install (the
+    ``citeline`` command, ``citeline demo``) does not have, so it is imported when it is asked for."""
+    if name == "CitelineFixture":
+        from citeline.analyzer.testing.pytest_plugin import CitelineFixture
+
+        return CitelineFixture
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CATALOGUE",
