@@ -330,8 +330,19 @@ def rejudge_command(args: argparse.Namespace) -> int:
         con.close()
     done = rejudge(args.db, run_id, judge, args.gold)
     if args.format == "json":
-        print(json.dumps({"run_id": done.run_id, "judge_before": done.before, "judge_now": done.now,
-                          "claims": done.claims, "changes": done.changes}, indent=2, default=str))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "run_id": done.run_id,
+                    "judge_before": done.before,
+                    "judge_now": done.now,
+                    "claims": done.claims,
+                    "changes": done.changes,
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return DONE
     head = f"run {run_id}: {len(done.changes)} of {done.claims} claim(s) change, judge {done.before} -> {done.now}"
     print(term(head))

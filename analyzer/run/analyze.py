@@ -70,8 +70,12 @@ class Setup:
     def split_settings(self) -> dict[str, Any]:
         """The attachment policy and exempt kinds: the run's over the gold file's (``splitting.split``)."""
         gold = self.evidence.gold
-        return {"attach": self.options.attach, "exempt": self.options.exempt, "file_attach": gold.attach,
-                "file_exempt": gold.exempt}  # fmt: skip
+        return {
+            "attach": self.options.attach,
+            "exempt": self.options.exempt,
+            "file_attach": gold.attach,
+            "file_exempt": gold.exempt,
+        }
 
 
 def prepare(options: RunOptions) -> Setup:

@@ -82,31 +82,57 @@ def gold_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet) -> None:
         con,
         "t_gold_chunks",
         rows=[
-            (c.chunk_id, c.doc_id, c.version, c.uri, c.title, c.text, c.status, c.effective_from, c.effective_to,
-             c.acl, content_hash(c.text) if c.text else "",
-             AUTHORITY.index(c.authority) + 1 if c.authority else None, c.authority == AUTHORITY[-1])
+            (
+                c.chunk_id,
+                c.doc_id,
+                c.version,
+                c.uri,
+                c.title,
+                c.text,
+                c.status,
+                c.effective_from,
+                c.effective_to,
+                c.acl,
+                content_hash(c.text) if c.text else "",
+                AUTHORITY.index(c.authority) + 1 if c.authority else None,
+                c.authority == AUTHORITY[-1],
+            )
             for c in chunks
         ],
-    )  # fmt: skip
+    )
     steps.fill(
         con,
         "t_gold_cases",
         rows=[
-            (c.case_id, normalise_question(c.question), c.as_of, c.expect, c.principal_groups, c.attach,
-             AUTHORITY.index(c.require_authority) + 1 if c.require_authority else None)
+            (
+                c.case_id,
+                normalise_question(c.question),
+                c.as_of,
+                c.expect,
+                c.principal_groups,
+                c.attach,
+                AUTHORITY.index(c.require_authority) + 1 if c.require_authority else None,
+            )
             for c in gold.cases.values()
         ],
-    )  # fmt: skip
+    )
     steps.fill(
         con,
         "t_gold_claims",
         rows=[
-            (case.case_id, c.claim_id, c.text, c.facts, c.support, c.contradicts,
-             sorted({x for b in c.support for x in b} | set(c.contradicts)))
+            (
+                case.case_id,
+                c.claim_id,
+                c.text,
+                c.facts,
+                c.support,
+                c.contradicts,
+                sorted({x for b in c.support for x in b} | set(c.contradicts)),
+            )
             for case in gold.cases.values()
             for c in case.claims
         ],
-    )  # fmt: skip
+    )
 
 
 def begin(con: duckdb.DuckDBPyConnection, gold: GoldSet, files: list[str] | None) -> Scope:

@@ -67,10 +67,17 @@ def store_run(  # noqa: PLR0913 - the runs row's columns, each from the step tha
     steps.run(
         con,
         "run_row",
-        {**params, "started_at": started, "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-         "gold_source": gold_source, "judge": judge, "skipped": skipped, "traces_read": traces_read,
-         "gold_hash": gold_hash},
-    )  # fmt: skip
+        {
+            **params,
+            "started_at": started,
+            "finished_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            "gold_source": gold_source,
+            "judge": judge,
+            "skipped": skipped,
+            "traces_read": traces_read,
+            "gold_hash": gold_hash,
+        },
+    )
     counts = dict.fromkeys(BUCKETS, 0)
     counts.update({str(b): int(n) for b, n in con.execute(sql("run_buckets"), params).fetchall()})
     return counts

@@ -273,8 +273,9 @@ class _Driver:
         tasks = self._submit(ctx)
         # the map phase: each file's traces and the files read, as ingest would have stored them (the spans
         # come back with the partitions: each partition's reduce has read them once, first file first)
-        watch.phase(f"reading {len(plan.files)} trace file(s) in {len(plan.groups)} map task(s) on "
-                    f"{plan.workers} worker(s)")  # fmt: skip
+        watch.phase(
+            f"reading {len(plan.files)} trace file(s) in {len(plan.groups)} map task(s) on {plan.workers} worker(s)"
+        )
         self.report.paths = [f for f, _s in plan.files]
         self.fresh = not self.con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]
         self._read_maps(tasks.metas)
@@ -291,12 +292,15 @@ class _Driver:
     def _submit(self, ctx: work.Context) -> _Tasks:
         client, prefix, files, parts = self.client, self.prefix, self.plan.files, self.plan.parts
         maps = [
-            client.submit(work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}",
-                          retries=1)
+            client.submit(
+                work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}", retries=1
+            )
             for m, g in enumerate(self.plan.groups)
-        ]  # fmt: skip
-        pieces = [[client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
-                  for m, mf in enumerate(maps)]  # fmt: skip
+        ]
+        pieces = [
+            [client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
+            for m, mf in enumerate(maps)
+        ]
         wanted = {p: [r[p] for r in pieces] for p in range(parts)}
         metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
         del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
@@ -306,7 +310,7 @@ class _Driver:
         reduces = {
             client.submit(work.reduce_partition, prefix, p, wanted[p], shipped, key=f"{prefix}-part-{p}", retries=1): p
             for p in range(parts)
-        }  # fmt: skip
+        }
         return _Tasks(metas, wanted, reduces, shipped)
 
     def _timed(self, what: str, fn: Callable[..., T], *args: Any) -> T:
@@ -324,9 +328,14 @@ class _Driver:
             except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
                 lost = [self.plan.files[i][0] for i in groups[m]]
                 report.paths = [p for p in report.paths if p not in lost]
-                report.problems.append(Problem("partitioned run", f"map task {m + 1} of {len(groups)}", "-",
-                                               f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from "
-                                               f"{lost[0]}; run again"))  # fmt: skip
+                report.problems.append(
+                    Problem(
+                        "partitioned run",
+                        f"map task {m + 1} of {len(groups)}",
+                        "-",
+                        f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from {lost[0]}; run again",
+                    )
+                )
             else:
                 self._timed("store_ingest", _store_ingest, self.con, meta, report)
                 self.seconds["map"].append(meta["seconds"])
@@ -430,8 +439,14 @@ def _store_spans(con: duckdb.DuckDBPyConnection, pieces: list[bytes], fresh: boo
 
     con.register("_part_spans", pa.concat_tables([work.arrow(p) for p in pieces]))
     try:
-        new = "" if fresh else (" AS n WHERE NOT EXISTS (SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id"
-                                " AND old.span_id = n.span_id)")  # fmt: skip
+        new = (
+            ""
+            if fresh
+            else (
+                " AS n WHERE NOT EXISTS (SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id"
+                " AND old.span_id = n.span_id)"
+            )
+        )
         added = con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _part_spans" + new).fetchall()
     finally:
         con.unregister("_part_spans")

@@ -29,8 +29,16 @@ from citeline.analyzer.sources.ingest import ingest
 from citeline.analyzer.store import connect
 
 #: the rows a partition hands back, per table of the store (each keyed by the run id)
-RESULT_TABLES = ("claim_results", "case_results", "unmatched_traces", "run_skipped_text", "run_span_chunks",
-                 "run_feedback", "run_chunks", "run_support")  # fmt: skip
+RESULT_TABLES = (
+    "claim_results",
+    "case_results",
+    "unmatched_traces",
+    "run_skipped_text",
+    "run_span_chunks",
+    "run_feedback",
+    "run_chunks",
+    "run_support",
+)
 MAP_EVENTS, REDUCE_EVENTS = "citeline-map", "citeline-partition"
 
 
