@@ -19,6 +19,8 @@ import duckdb
 import pytest
 
 from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.sources.ingest import ingest
+from citeline.analyzer.store import connect
 from citeline.examples.demo import gold_path
 from tests.otlp_receiver import otlp_receiver
 
@@ -173,8 +175,8 @@ def test_a_refused_export_names_no_secret_and_leaves_nothing_marked_sent(demo: P
 
 
 def test_the_file_form_writes_otlp_json_log_lines_once(demo: Path, tmp_path: Path) -> None:
-    """The file form, read back as OTLP/JSON (resourceLogs: the Collector file exporter's shape). citeline's
-    own ingest of log files is being added on another branch; until it lands this reads the lines as JSON."""
+    """The file form, read back as OTLP/JSON (resourceLogs: the Collector file exporter's shape) and by
+    citeline's own ingest, which reads every record and finds nothing wrong in it."""
     db = _copy_store(demo, tmp_path)
     out = tmp_path / "verdicts.jsonl"
     first = cli("export", "--out", str(out), "--db", str(db), cwd=tmp_path)
@@ -204,6 +206,16 @@ def test_the_file_form_writes_otlp_json_log_lines_once(demo: Path, tmp_path: Pat
     )
     assert failing == Counter((c[0], c[1], c[2]) for c in _claims(db) if c[2] != "ok")
     assert {type(r["timeUnixNano"]) for r in records} == {str}  # OTLP/JSON: 64-bit integers as strings
+    # citeline's ingest reads the file as a log file: every record counted, none a problem (evaluation
+    # results carry no GenAI content to join, so none is stored)
+    report = ingest(connect(tmp_path / "readback.duckdb"), [out])
+    assert (report.files, report.log_records, report.log_content, report.skipped, report.problems) == (
+        1,
+        82,
+        0,
+        0,
+        [],
+    )
 
 
 def test_a_verdict_never_lands_on_a_span_of_another_trace(demo: Path, tmp_path: Path) -> None:
