@@ -250,3 +250,40 @@ def encode_logs_line(records: Sequence[ReadableLogRecord]) -> bytes:
         return dumps(request) + b"\n"
     except (TypeError, ValueError, UnicodeEncodeError):
         return dumps(_valid_text(request)) + b"\n"
+
+
+#: how deep :func:`plain_value` follows arrays and kvlists (someone else's file may nest without end)
+PLAIN_DEPTH = 32
+
+
+def plain_value(v: Any, depth: int = 0) -> Any:  # noqa: PLR0911 - one return per AnyValue kind
+    """The reverse of :func:`any_value`, for values read from someone else's file: an OTLP/JSON AnyValue
+    as the plain value it stands for (kvlist -> dict, array -> list, int64 text -> int, bytes -> text);
+    None for what is no AnyValue or nests past :data:`PLAIN_DEPTH`."""
+    if depth > PLAIN_DEPTH or not isinstance(v, dict):
+        return None
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return v["boolValue"]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return None
+    if "doubleValue" in v:
+        return v["doubleValue"]
+    if "arrayValue" in v:
+        items = (v["arrayValue"] or {}).get("values") or []
+        return [plain_value(x, depth + 1) for x in items] if isinstance(items, list) else None
+    if "kvlistValue" in v:
+        items = (v["kvlistValue"] or {}).get("values") or []
+        if not isinstance(items, list):
+            return None
+        return {str(kv.get("key")): plain_value(kv.get("value"), depth + 1) for kv in items if isinstance(kv, dict)}
+    if "bytesValue" in v:
+        try:
+            return base64.b64decode(v["bytesValue"]).decode("utf-8", "replace")
+        except (ValueError, TypeError):
+            return None
+    return None

@@ -35,10 +35,9 @@ import duckdb
 from citeline.analyzer import steps
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import sql
+from citeline.instrumentation.otlp_json import plain_value
 from citeline.instrumentation.schema import GENAI_INPUT_MESSAGES, GENAI_OUTPUT_MESSAGES
 
-#: how deep a structured value is read (someone else's data: a deeper one is not a message)
-MAX_DEPTH = 32
 #: the settings that put message content on the span, for the reason an unread span gives
 CAPTURE = (
     "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only with "
@@ -48,33 +47,12 @@ CAPTURE = (
 )
 
 
-def plain(value: Any, depth: int = 0) -> Any:
-    """An OTLP/JSON attribute value ({"stringValue": ...}, {"arrayValue": {"values": [...]}},
-    {"kvlistValue": {"values": [{"key", "value"}]}}, ...) as plain Python; None past MAX_DEPTH."""
-    if depth > MAX_DEPTH or not isinstance(value, dict):
-        return None
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "arrayValue" in value:
-        items = (value["arrayValue"] or {}).get("values") or []
-        return [plain(x, depth + 1) for x in items] if isinstance(items, list) else None
-    if "kvlistValue" in value:
-        items = (value["kvlistValue"] or {}).get("values") or []
-        if not isinstance(items, list):
-            return None
-        return {str(kv.get("key")): plain(kv.get("value"), depth + 1) for kv in items if isinstance(kv, dict)}
-    for key in ("intValue", "doubleValue", "boolValue", "bytesValue"):
-        if key in value:
-            return value[key]
-    return None
-
-
 def _messages(raw: str | None) -> Any:
     """An attribute value as recorded (its OTLP/JSON text) -> the messages (or parts) it holds."""
     if raw is None:
         return None
     try:
-        value = plain(json.loads(raw))
+        value = plain_value(json.loads(raw))
         if isinstance(value, str):  # the span form: JSON text inside the string
             value = json.loads(value) if value.lstrip().startswith(("[", "{")) else value
     except (ValueError, RecursionError):
@@ -210,4 +188,4 @@ def problems(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     return out
 
 
-__all__ = ["CAPTURE", "Read", "decode", "note", "plain", "problems", "read", "start"]
+__all__ = ["CAPTURE", "Read", "decode", "note", "problems", "read", "start"]

@@ -17,7 +17,6 @@ store is named in the problems (:func:`orphans`), never dropped silently.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from citeline.analyzer import streaming as _streaming
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.store import run
 from citeline.instrumentation import schema as K
+from citeline.instrumentation.otlp_json import plain_value
 
 _ROLES_IN = ("system", "user", "assistant", "tool", "developer")
 
@@ -119,37 +119,6 @@ def _records(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     yield rec
 
 
-def plain(v: Any) -> Any:  # noqa: PLR0911 - one return per OTLP AnyValue kind
-    """An OTLP/JSON AnyValue as the plain value it stands for (kvlist -> dict, array -> list)."""
-    if not isinstance(v, dict):
-        return None
-    if "stringValue" in v:
-        return v["stringValue"]
-    if "boolValue" in v:
-        return v["boolValue"]
-    if "intValue" in v:
-        try:
-            return int(v["intValue"])
-        except (TypeError, ValueError):
-            return None
-    if "doubleValue" in v:
-        return v["doubleValue"]
-    if "arrayValue" in v:
-        return [plain(x) for x in (v["arrayValue"] or {}).get("values") or []]
-    if "kvlistValue" in v:
-        return {
-            str(kv.get("key")): plain(kv.get("value"))
-            for kv in (v["kvlistValue"] or {}).get("values") or []
-            if isinstance(kv, dict)
-        }
-    if "bytesValue" in v:
-        try:
-            return base64.b64decode(v["bytesValue"]).decode("utf-8", "replace")
-        except (ValueError, TypeError):
-            return None
-    return None
-
-
 def _as_attribute(value: Any) -> str:
     """A content value as a span carries it: a JSON string (a log record may carry it structured)."""
     text = value if isinstance(value, str) else orjson.dumps(value).decode("utf-8")
@@ -210,14 +179,14 @@ def _choice(body: Any) -> dict[str, Any]:
 def _content_row(rec: dict[str, Any]) -> tuple[Any, ...] | None:
     """(trace_id, span_id, event_name, kind, time_ns, content) for a GenAI content record, else None."""
     attrs = {str(kv.get("key")): kv.get("value") for kv in rec.get("attributes") or [] if isinstance(kv, dict)}
-    name = rec.get("eventName") or plain(attrs.get(K.EVENT_NAME))
+    name = rec.get("eventName") or plain_value(attrs.get(K.EVENT_NAME))
     name = name if isinstance(name, str) else None
-    body = plain(rec.get("body"))
+    body = plain_value(rec.get("body"))
     content: list[dict[str, str]] = []
     kind = "details"
     for key in K.GENAI_LOG_CONTENT_KEYS:
         if key in attrs:
-            value = plain(attrs[key])
+            value = plain_value(attrs[key])
         elif isinstance(body, dict) and key in body:
             value = body[key]
         else:
