@@ -35,12 +35,6 @@ from citeline.instrumentation.otlp_json import plain_value
 _ROLES_IN = ("system", "user", "assistant", "tool", "developer")
 
 
-def _lines_table(con: duckdb.DuckDBPyConnection) -> None:
-    """The lines read in this ingest (t_log_lines, queries/text_tables.sql), made when first needed."""
-    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 't_log_lines' AND temporary").fetchall():
-        steps.declare(con, "t_log_lines")
-
-
 @dataclass
 class LogsRead:
     """What one pass over log lines found."""
@@ -62,8 +56,8 @@ def has_logs(head: bytes) -> bool:
 
 
 def read(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int) -> LogsRead:
-    """Read the log lines of ``files``: GenAI content records into ``logs``, every line into t_log_lines."""
-    _lines_table(con)
+    """Read the log lines of ``files``: GenAI content records into ``logs``, every line into t_log_lines
+    (made by :func:`start`, which the ingest calls first)."""
     found = LogsRead()
     rows = run(con, "log_lines", {"files": files, "max_line": max_line}).fetchall()
     records: list[tuple[Any, ...]] = []
