@@ -25,7 +25,9 @@ def span_owners(con: duckdb.DuckDBPyConnection, span_ids: Iterable[str]) -> dict
     if not wanted:
         return owners
     rows = con.execute(
-        "SELECT span_id, list(DISTINCT trace_id) FROM spans WHERE list_contains($ids, span_id) GROUP BY span_id",
+        # a join, not list_contains per stored span: a run annotates up to all of its spans
+        "SELECT s.span_id, list(DISTINCT s.trace_id) FROM spans AS s "
+        "JOIN (SELECT unnest($ids) AS span_id) AS w ON w.span_id = s.span_id GROUP BY s.span_id",
         {"ids": wanted},
     ).fetchall()
     for span_id, traces in rows:
