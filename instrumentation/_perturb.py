@@ -17,7 +17,7 @@ records what the harness did and the analyzer never mistakes it for the app.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -29,6 +29,7 @@ from . import _guard
 from . import schema as K
 from ._stages import current_request
 from .chunks import Columns
+from .prompt import chunks_in_arguments
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class RequestView:
     doc_ids: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
     retrieved: Columns | None = None
+    #: the chunks a context step that returns a prompt chose from, as the decorator reads them: those handed
+    #: to the step, else the request's last retrieval (None outside a context step)
+    candidates: Columns | None = None
 
 
 class Change(Protocol):
@@ -75,26 +79,37 @@ def active() -> Change | None:
     return _active.get()
 
 
-def _view() -> RequestView:
+def _view(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> RequestView:
     state = current_request.get()
     if state is None:
         return RequestView()
+    candidates = None
+    if stage == "context":
+        candidates = chunks_in_arguments(args, kwargs)
+        if candidates is None:
+            candidates = state.retrieved
     return RequestView(
         labels=list(state.labels),
         chunk_ids=list(state.chunk_ids),
         doc_ids=list(state.doc_ids),
         versions=list(state.versions),
         retrieved=state.retrieved,
+        candidates=candidates,
     )
 
 
-def hand_on(stage: str, span: Span, value: Any) -> Any:
-    """The value the next stage gets: ``value`` itself unless a perturbation of ``stage`` is active."""
+def hand_on(
+    stage: str, span: Span, value: Any, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+) -> Any:
+    """The value the next stage gets: ``value`` itself unless a perturbation of ``stage`` is active.
+
+    ``args`` and ``kwargs`` are the step's own arguments: a context step that returns a prompt chose
+    from the chunks handed to it, and a perturbation edits the prompt by those."""
     change = _active.get()
     if change is None or change.stage != stage:
         return value
     try:
-        changed = change.apply(value, _view())
+        changed = change.apply(value, _view(stage, args, kwargs or {}))
         if changed is None:
             return value
         new, detail = changed

@@ -84,7 +84,7 @@ class _Call:
         Only the perturbation harness can make the value handed on differ from the one returned
         (``_perturb``); the span then records the value the next stage really gets.
         """
-        result = _perturb.hand_on(self.stage, self.span, result)
+        result = _perturb.hand_on(self.stage, self.span, result, self.args, self.kwargs)
         self.finish(result)
         return result
 

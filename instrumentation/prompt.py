@@ -32,7 +32,7 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def _message_text(msg: Any) -> str | None:
+def message_text(msg: Any) -> str | None:
     """The text of one chat message (LangChain, LlamaIndex, OpenAI-style dict), or None."""
     if isinstance(msg, Mapping):
         if "role" not in msg or "content" not in msg or "doc_id" in msg or "chunk_id" in msg:
@@ -68,7 +68,7 @@ def prompt_text(value: Any) -> str | None:
     if isinstance(value, list | tuple):
         texts = []
         for m in value:  # a list of chunks stops at its first item (this runs on every context call)
-            text = _message_text(m)
+            text = message_text(m)
             if text is None:
                 return None
             texts.append(text)
@@ -80,7 +80,7 @@ def prompt_text(value: Any) -> str | None:
     if callable(to_string) and not hasattr(value, "page_content"):
         text = to_string()
         return text if isinstance(text, str) else None
-    return _message_text(value)  # a single message
+    return message_text(value)  # a single message
 
 
 def chunks_in_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Columns | None:

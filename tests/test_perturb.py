@@ -32,15 +32,17 @@ from citeline.instrumentation import schema as K
 from citeline.instrumentation.testing import capture
 
 #: the matrix of the example app: rows are gold cases, columns the catalogue in order (see MARK)
+#: render.old_version applies only where the gold corpus holds an archived version of the support (returns-window,
+#: shipping-cost): elsewhere a link "one version back" would be invented, so the cell is n/a
 EXAMPLE_GRID = {
     "returns-window": "ok ok r ok ok ok ok ok ok ok ok",
     "shipping-cost": "ok ok r ok ok ok ok ok ok ok ok",
     "warranty-water": "ok . r ok ok ok ok . ok . .",
-    "free-shipping": "ok . r ok ok ok ok ok . . ok",
-    "refund-speed": "ok . r ok ok ok ok ok . . ok",
-    "restocking-fee": "ok . r ok ok ok ok ok ok ok ok",
-    "warranty-claim": "ok . r ok ok ok ok . ok ok ok",
-    "price-match": "ok . r ok ok ok ok ok ok ok ok",
+    "free-shipping": "ok . r ok ok ok ok ok . . .",
+    "refund-speed": "ok . r ok ok ok ok ok . . .",
+    "restocking-fee": "ok . r ok ok ok ok ok ok ok .",
+    "warranty-claim": "ok . r ok ok ok ok . ok ok .",
+    "price-match": "ok . r ok ok ok ok ok ok ok .",
     "staff-discount": ". . . . ok . . . . . .",
     "accessory-discount": ". . . . . . . . . . .",
     "refurbished-warranty": ". . . . ok . . . . . .",
@@ -64,7 +66,7 @@ def test_every_stage_of_the_example_app_is_seen_and_every_declared_cell_holds(pl
         "context": ("seen", 26, []),
         "generation": ("seen", 20, []),
         "resolution": ("seen", 5, []),
-        "render": ("seen", 7, []),
+        "render": ("seen", 2, []),
     }
     assert plain.all_seen
     assert plain.baseline_problems() == []
@@ -246,6 +248,8 @@ def test_the_cli_writes_the_matrix_as_json_and_exits_1_when_a_stage_is_not_seen(
         "context": {
             "verdict": "not seen",
             "tested": 10,
+            "note": "",
+            "unrecorded": [],
             "cells": [
                 [c, "context.shuffle_relabel"]
                 for c in (
@@ -295,7 +299,7 @@ def test_a_streaming_stage_is_not_perturbed_and_the_cell_says_why() -> None:
         "n/a",
         "the generation step streams (a generator): perturbations change returned values only",
     )
-    assert {s: v.verdict for s, v in r.stages.items()} == {"generation": "not tested"}
+    assert {s: v.verdict for s, v in r.stages.items()} == {"generation": "n/a"}
 
 
 def test_a_prose_abstention_stays_one_when_a_structured_answer_says_the_same_words(citeline) -> None:  # type: ignore[no-untyped-def]

@@ -63,10 +63,20 @@ def gold_cases(gold: str | Path) -> list[Case]:
 
 @dataclass
 class StageVerdict:
+    """Whether the harness saw a stage's perturbations reach the analyzer.
+
+    ``seen``: every cell that could fail held; ``partly seen`` (retrieval): it held, but chunks reached the
+    context that no retrieval span recorded (``unrecorded``: a second, undecorated branch); ``not seen``: a
+    cell did not hold (``cells``); ``n/a``: no cell of the stage could be judged here (``note`` says why);
+    ``unreachable``: no decorator wraps the step (``note`` names the one that would let the harness reach it).
+    """
+
     stage: str
-    verdict: str  # seen | not seen | not tested
+    verdict: str  # seen | partly seen | not seen | n/a | unreachable
     cells: list[Cell] = field(default_factory=list)  # the cells that did not hold
     tested: int = 0
+    note: str = ""
+    unrecorded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -115,7 +125,13 @@ class PerturbResult:
             "baseline": self.baseline,
             "cells": [c.to_json() for c in self.cells],
             "stages": {
-                s: {"verdict": v.verdict, "tested": v.tested, "cells": [[c.case_id, c.perturbation] for c in v.cells]}
+                s: {
+                    "verdict": v.verdict,
+                    "tested": v.tested,
+                    "note": v.note,
+                    "unrecorded": v.unrecorded,
+                    "cells": [[c.case_id, c.perturbation] for c in v.cells],
+                }
                 for s, v in self.stages.items()
             },
             "reactions": [
@@ -222,7 +238,7 @@ def perturb(
         if own_dir is not None:
             own_dir.cleanup()
     cells, baseline = judge_cells(runs, rows, _changed_spans(by_trace), spans_by_trace=by_trace)
-    verdicts = _verdicts(chosen, cells)
+    verdicts = _verdicts(chosen, cells, _unrecorded(runs, by_trace))
     return PerturbResult(
         gold=str(gold),
         cases=[c.case_id for c in picked],
@@ -325,14 +341,60 @@ def _changed_spans(by_trace: dict[str, list[Any]]) -> dict[str, dict[str, list[s
     return changed
 
 
-def _verdicts(chosen: Sequence[Perturbation], cells: Sequence[Cell]) -> dict[str, StageVerdict]:
+def _unrecorded(runs: Sequence[Run], by_trace: dict[str, list[Any]]) -> list[str]:
+    """The chunks that reached the context of a baseline trace with no retrieval span recording them."""
+    missing: dict[str, None] = {}
+    for run in runs:
+        if run.perturbation is not None or not run.trace_id:
+            continue
+        retrieved: set[str] = set()
+        context: list[str] = []
+        any_retrieval = False
+        for span in by_trace.get(run.trace_id, []):
+            attrs = span.attributes or {}
+            ids = [str(i) for i in attrs.get(K.CL_CHUNK_ID, ()) or ()]
+            stage = attrs.get(K.CL_STAGE)
+            if stage == "retrieval":
+                any_retrieval = True
+                retrieved.update(ids)
+            elif stage == "context":
+                context += ids
+        if any_retrieval:
+            missing.update(dict.fromkeys(c for c in context if c not in retrieved))
+    return list(missing)
+
+
+def _not_applicable(cells: Sequence[Cell]) -> str:
+    """Why no cell of a stage could be judged: each distinct reason with how many cells gave it."""
+    why: dict[str, int] = {}
+    for c in cells:
+        note = c.note or c.status
+        why[note] = why.get(note, 0) + 1
+    return "; ".join(f"{note} ({n} cell(s))" for note, n in why.items()) or "no cell of this stage applied"
+
+
+def _verdicts(
+    chosen: Sequence[Perturbation], cells: Sequence[Cell], unrecorded: Sequence[str]
+) -> dict[str, StageVerdict]:
     out: dict[str, StageVerdict] = {}
     for stage in STAGES:
         judged = [p.name for p in chosen if p.stage == stage and p.expect.kind != "none"]
         if not judged:
             continue
-        mine = [c for c in cells if c.perturbation in judged and c.status in ("holds", "differs", "error")]
+        all_cells = [c for c in cells if c.perturbation in judged]
+        mine = [c for c in all_cells if c.status in ("holds", "differs", "error")]
         bad = [c for c in mine if c.status != "holds"]
-        verdict = "not tested" if not mine else ("seen" if not bad else "not seen")
-        out[stage] = StageVerdict(stage, verdict, bad, len(mine))
+        if not mine:
+            verdict = StageVerdict(stage, "n/a", [], 0, _not_applicable(all_cells))
+        else:
+            verdict = StageVerdict(stage, "not seen" if bad else "seen", bad, len(mine))
+        if stage == "retrieval" and unrecorded and verdict.verdict in ("seen", "n/a"):
+            verdict.verdict = "partly seen"
+            verdict.unrecorded = list(unrecorded)
+            verdict.note = (
+                f"{len(unrecorded)} chunk(s) reached the context with no retrieval span recording them: "
+                f"{', '.join(unrecorded)} (an undecorated retrieval branch?)"
+                + (f"; {verdict.note}" if verdict.note else "")
+            )
+        out[stage] = verdict
     return out

@@ -34,6 +34,7 @@ class Cell:
     got: str = ""
     note: str = ""
     spans: list[str] = field(default_factory=list)  # the spans the perturbation changed
+    claims: list[str] = field(default_factory=list)  # the gold claims whose evidence it changed
     rows: list[dict[str, Any]] = field(default_factory=list)
     reaction: str | None = None
     reaction_good: bool | None = None
@@ -49,6 +50,7 @@ class Cell:
             "got": self.got,
             "note": self.note,
             "spans": self.spans,
+            "claims": self.claims,
             "rows": self.rows,
             "reaction": (
                 None
@@ -85,13 +87,21 @@ def _shown(r: dict[str, Any]) -> str:
 
 
 def _bucket_cell(cell: Cell, expect: Any, base: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
-    targeted = _gold_rows(rows)
-    if not targeted:
+    """The declared flag on each claim the perturbation touched; every other gold claim keeps its baseline bucket."""
+    gold = _gold_rows(rows)
+    if not gold:
         cell.status, cell.note = "error", "the perturbed trace has no gold claim row (did it join its case?)"
         return
+    touched = set(cell.claims) or {r["gold_claim_id"] for r in gold}
     got, bad, already = [], [], []
-    for r in targeted:
+    for r in gold:
         b = base.get(r["gold_claim_id"])
+        if r["gold_claim_id"] not in touched:
+            kept = b is not None and b["bucket"] == r["bucket"]
+            if not kept:
+                was = b["bucket"] if b is not None else "no row"
+                bad.append(f"{_shown(r)}: not touched by the perturbation, but was {was} ({r['reason']})")
+            continue
         if b is not None and expect.bucket in (b["flags"] or []):
             already.append(r["gold_claim_id"])
             continue
@@ -104,10 +114,13 @@ def _bucket_cell(cell: Cell, expect: Any, base: dict[str, dict[str, Any]], rows:
         got.append(text)
         if not (raised and at_span):
             bad.append(f"{text}: {r['reason']}")
-    if already and not got:
+    missing = sorted(touched - {r["gold_claim_id"] for r in gold})
+    if missing:
+        bad.append(f"no row for {', '.join(missing)}")
+    if already and not got and not bad:
         cell.status, cell.note = "skipped", f"the baseline already raised {expect.bucket} ({', '.join(already)})"
         return
-    cell.got = "; ".join(got)
+    cell.got = "; ".join(got) or "no touched claim changed"
     cell.status = "differs" if bad else "holds"
     if bad:
         cell.note = "; ".join(bad)
@@ -140,7 +153,7 @@ def _unchanged_cell(cell: Cell, base_rows: list[dict[str, Any]], rows: list[dict
 
 
 def _reaction(cell: Cell, kind: str, change: Any, rows: list[dict[str, Any]], base_rows: list[dict[str, Any]]) -> None:
-    targeted = _gold_rows(rows)
+    targeted = [r for r in _gold_rows(rows) if not cell.claims or r["gold_claim_id"] in cell.claims]
     said = {r["gold_claim_id"]: r["claim_text"] for r in base_rows}
     if not targeted:
         return
@@ -232,6 +245,11 @@ def _settled_unjudged(
         cell.status, cell.note = "error", run.error
         return True
     cell.spans = changed.get(run.trace_id or "", {}).get(p.name, [])
+    cell.claims = list(run.change.claims)
+    structured = _structured_answer(spans)
+    if p.stage in ("resolution", "render") and structured:
+        cell.status, cell.note = "n/a", structured
+        return True
     if not run.change.applied:
         cell.note = _why_not_applied(p, run.change, spans)
         return True
@@ -239,6 +257,18 @@ def _settled_unjudged(
         cell.status, cell.note = "error", "the perturbation applied but no span records it"
         return True
     return False
+
+
+def _structured_answer(spans: Sequence[Any]) -> str:
+    """Why resolution and render cannot be judged on this trace: its answer is structured (empty if prose)."""
+    for s in spans:
+        attrs = s.attributes or {}
+        if attrs.get(K.CL_STAGE) == "generation" and attrs.get(K.CL_ANSWER_FORMAT) == K.AnswerFormat.STRUCTURED:
+            return (
+                "the answer is structured (claims with evidence by chunk id): the analyzer checks resolution "
+                "and render only on a prose answer's markers"
+            )
+    return ""
 
 
 def _why_not_applied(p: Perturbation, change: Any, spans: Sequence[Any]) -> str:

@@ -26,8 +26,10 @@ from typing import Any, Literal
 
 from citeline.analyzer.claims.splitter import markers, relabel, remove_markers
 from citeline.analyzer.gold.goldset import CorpusChunk, GoldCase, GoldSet
+from citeline.analyzer.testing import prompts
 from citeline.analyzer.testing import shapes as sh
 from citeline.analyzer.text import overlap, stems
+from citeline.instrumentation.chunks import Columns
 from citeline.instrumentation.labels import Shape
 from citeline.instrumentation.testing import RequestView
 
@@ -83,6 +85,25 @@ class CaseContext:
             ctx.newer[cid] = newer_version(chunk, ctx.facts_numbers)
         return ctx
 
+    def claims_losing(self, chunks: set[str]) -> tuple[str, ...]:
+        """The gold claims every support bundle of which holds one of ``chunks`` (they lose all support)."""
+        return tuple(c.claim_id for c in self.case.claims if c.support and all(set(b) & chunks for b in c.support))
+
+    def claims_citing(self, chunks: set[str]) -> tuple[str, ...]:
+        """The gold claims some support bundle of which holds one of ``chunks`` (a citation of it moved)."""
+        return tuple(c.claim_id for c in self.case.claims if any(set(b) & chunks for b in c.support))
+
+    def claims_stating(self, number: str) -> tuple[str, ...]:
+        """The gold claims a fact of which states ``number`` as a whole number."""
+        return tuple(
+            c.claim_id
+            for c in self.case.claims
+            if any(m.group(1) + m.group(2) == number for f in c.facts for m in _NUMBER.finditer(f))
+        )
+
+    def supported_claims(self) -> tuple[str, ...]:
+        return tuple(c.claim_id for c in self.case.claims if c.support)
+
     def uri_of(self, chunk_id: str, view: RequestView) -> str:
         chunk = self.gold.corpus.get(chunk_id)
         if chunk is not None and chunk.uri:
@@ -130,13 +151,6 @@ def _next_version(version: str) -> str:
     return version[: m.start()] + str(int(m.group(1)) + 1) + version[m.end() :] if m else (version or "v") + "-next"
 
 
-def _prev_version(version: str) -> str | None:
-    m = re.search(r"(\d+)(?!.*\d)", version)
-    if not m or int(m.group(1)) == 0:
-        return None
-    return version[: m.start()] + str(int(m.group(1)) - 1) + version[m.end() :]
-
-
 def renumber(text: str, numbers: Sequence[str]) -> str:
     """``text`` with each of ``numbers`` raised by one wherever it stands as a whole number."""
     wanted = set(numbers)
@@ -174,10 +188,21 @@ def newer_version(chunk: CorpusChunk, numbers: Sequence[str]) -> CorpusChunk:
 # --- the changes -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Edited:
+    """What a perturbation made of one return value: the value handed on, one line saying what changed,
+    and the gold claims whose evidence it changed (the declared flag must hold on those, the others keep
+    their baseline bucket)."""
+
+    value: Any
+    detail: str
+    claims: tuple[str, ...] = ()
+
+
 class _Change:
     """One perturbation prepared for one case: counts where it applied, says why it did not."""
 
-    def __init__(self, name: str, stage: str, ctx: CaseContext, fn: Callable[..., tuple[Any, str] | str]) -> None:
+    def __init__(self, name: str, stage: str, ctx: CaseContext, fn: Callable[..., Edited | str]) -> None:
         self.name = name
         self.stage = stage
         self.ctx = ctx
@@ -185,6 +210,7 @@ class _Change:
         self.applied = 0
         self.calls = 0
         self.skipped: str | None = None
+        self.claims: list[str] = []
 
     def apply(self, value: Any, view: RequestView) -> tuple[Any, str] | None:
         self.calls += 1
@@ -197,7 +223,8 @@ class _Change:
             self.skipped = out
             return None
         self.applied += 1
-        return out
+        self.claims += [c for c in out.claims if c not in self.claims]
+        return out.value, out.detail
 
 
 def _chunks(value: Any, stage: str) -> tuple[list[Any], list[str]]:
@@ -213,16 +240,116 @@ def _chunks(value: Any, stage: str) -> tuple[list[Any], list[str]]:
         raise sh.CannotEdit(f"cannot read the {stage} step's chunks without its to_chunks= hook: {err}") from err
 
 
-def _drop_support(ctx: CaseContext, value: Any, view: RequestView, stage: str) -> tuple[Any, str] | str:
+def _drop_support(ctx: CaseContext, value: Any, view: RequestView, stage: str) -> Edited | str:
     items, ids = _chunks(value, stage)
     keep = [i for i, cid in zip(items, ids, strict=True) if cid not in ctx.support]
     if len(keep) == len(items):
         return f"no support chunk in what the {stage} step returned"
-    dropped = sorted({cid for cid in ids if cid in ctx.support})
-    return sh.with_items(value, keep), f"dropped {', '.join(dropped)}; {len(keep)} chunk(s) left"
+    dropped = {cid for cid in ids if cid in ctx.support}
+    detail = f"dropped {', '.join(sorted(dropped))}; {len(keep)} chunk(s) left"
+    return Edited(sh.with_items(value, keep), detail, ctx.claims_losing(dropped))
 
 
-def _archived_swap(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+# --- a context step that returns what the model reads (a prompt, chat messages, a wrapper of both) ---------
+
+
+def _candidates(view: RequestView) -> Columns:
+    if view.candidates is None:
+        raise sh.CannotEdit(
+            "the context step returned a prompt, and no chunks were passed to it or retrieved before it: "
+            "nothing to find in the prompt"
+        )
+    return view.candidates
+
+
+def _documents(value: Any) -> list[Any] | None:
+    """The chunk list a prompt wrapper holds beside its messages (its second view), if any."""
+    return None if isinstance(value, str | list | tuple) else sh.items_of(value)
+
+
+def _in_prompt(value: Any, edit: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
+    """Run a prompt edit; on a wrapper with two views, a failure names the shape and the hook that would let it."""
+    try:
+        return edit()
+    except sh.CannotEdit as err:
+        if _documents(value) is None:
+            raise sh.CannotEdit(f"{err} (the context step returned a rendered prompt)") from err
+        raise sh.CannotEdit(
+            f"cannot edit this shape (two views): a {type(value).__name__} holds rendered messages and a chunk "
+            f"list, and the messages could not be edited to match ({err}); return the chunks from the "
+            "@context_assembly step and render the prompt after it, or pass to_chunks= to read the chunks "
+            "from the messages"
+        ) from err
+
+
+def _documents_without(value: Any, dropped: set[str]) -> Any:
+    items = _documents(value)
+    if items is None:
+        return value
+    ids = [sh.record(i).chunk_id for i in items]
+    return sh.with_items(value, [i for i, cid in zip(items, ids, strict=True) if cid not in dropped])
+
+
+def _drop_from_prompt(ctx: CaseContext, value: Any, view: RequestView, drop_ids: set[str], what: str) -> Edited | str:
+    cands = _candidates(view)
+    new, dropped = _in_prompt(value, lambda: prompts.drop(value, cands, drop_ids))
+    if not dropped:
+        return f"no {what} in the prompt the context step returned"
+    new = _documents_without(new, set(dropped))
+    detail = f"removed the passage(s) of {', '.join(dropped)} from the prompt"
+    return Edited(new, detail, ctx.claims_losing(set(dropped)))
+
+
+def _drop_context(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
+    if prompts.is_prompt(value):
+        return _drop_from_prompt(ctx, value, view, ctx.support, "support chunk")
+    return _drop_support(ctx, value, view, "context")
+
+
+def _shuffle_relabel(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
+    if prompts.is_prompt(value):
+        cands = _candidates(view)
+        new, n = _in_prompt(value, lambda: prompts.reverse_relabel(value, cands, RELABEL_FROM))
+        if not n:
+            return "no chunk found in the prompt the context step returned"
+        items = _documents(new)
+        if items is not None:
+            new = sh.with_items(new, list(reversed(items)))
+        return Edited(new, f"reversed {n} passage(s) in the prompt, labelled {RELABEL_FROM}..{RELABEL_FROM + n - 1}")
+    items, _ids = _chunks(value, "context")
+    if not items:
+        return "the context is empty"
+    order = list(reversed(items))
+    labelled = [sh.with_chunk_fields(item, label=str(RELABEL_FROM + n)) for n, item in enumerate(order)]
+    last = RELABEL_FROM + len(items) - 1
+    return Edited(sh.with_items(value, labelled), f"reversed {len(items)} chunk(s), labelled {RELABEL_FROM}..{last}")
+
+
+def _truncate(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
+    if prompts.is_prompt(value):
+        cands = _candidates(view)
+        found = prompts.passages(prompts.rendered(value).texts, cands)
+        first = next((n for n, p in enumerate(found) if p.chunk_id in ctx.support), None)
+        if first is None:
+            return "no support chunk in the prompt the context step returned"
+        cut = {p.chunk_id for p in found[first:]}
+        out = _drop_from_prompt(ctx, value, view, cut, "support chunk")
+        if isinstance(out, Edited):
+            cut_at = found[first].chunk_id
+            out = replace(out, detail=f"kept the first {first} of {len(found)} passage(s), cut at {cut_at}")
+        return out
+    items, ids = _chunks(value, "context")
+    first = next((n for n, cid in enumerate(ids) if cid in ctx.support), None)
+    if first is None:
+        return "no support chunk in the context"
+    detail = f"kept the first {first} of {len(items)} chunk(s), cut at {ids[first]}"
+    return Edited(sh.with_items(value, items[:first]), detail, ctx.claims_losing(set(ids[first:])))
+
+
+# --- retrieval ------------------------------------------------------------------------------------------
+
+
+def _archived_swap(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     items, ids = _chunks(value, "retrieval")
     for n, cid in enumerate(ids):
         old = ctx.archived.get(cid)
@@ -230,18 +357,21 @@ def _archived_swap(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any
             continue
         if old.chunk_id in ids:  # the index already serves it: the support is simply gone
             rest = items[:n] + items[n + 1 :]
-            return sh.with_items(value, rest), f"dropped {cid}; its archived version {old.chunk_id} was already there"
+            detail = f"dropped {cid}; its archived version {old.chunk_id} was already there"
+            return Edited(sh.with_items(value, rest), detail, ctx.claims_losing({cid}))
         swapped = sh.with_chunk_fields(
             items[n], chunk_id=old.chunk_id, doc_id=old.doc_id, version=old.version, text=old.text, uri=old.uri
         )
-        return sh.with_items(value, [*items[:n], swapped, *items[n + 1 :]]), f"swapped {cid} for {old.chunk_id}"
+        new = sh.with_items(value, [*items[:n], swapped, *items[n + 1 :]])
+        return Edited(new, f"swapped {cid} for {old.chunk_id}", ctx.claims_losing({cid}))
     return "no support chunk with an archived version in what retrieval returned"
 
 
-def _supersede(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+def _supersede(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     items, ids = _chunks(value, "retrieval")
     out: list[Any] = []
     added: list[str] = []
+    olds: set[str] = set()
     for item, cid in zip(items, ids, strict=True):
         new = ctx.newer.get(cid)
         if new is not None and new.chunk_id not in ids:
@@ -251,28 +381,14 @@ def _supersede(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, st
                 )
             )
             added.append(f"{new.chunk_id} before {cid}")
+            olds.add(cid)
         out.append(item)
     if not added:
         return "no support chunk in what retrieval returned"
-    return sh.with_items(value, out), "added the newer version " + ", ".join(added)
+    return Edited(sh.with_items(value, out), "added the newer version " + ", ".join(added), ctx.claims_citing(olds))
 
 
-def _shuffle_relabel(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
-    items, _ids = _chunks(value, "context")
-    if not items:
-        return "the context is empty"
-    order = list(reversed(items))
-    labelled = [sh.with_chunk_fields(item, label=str(RELABEL_FROM + n)) for n, item in enumerate(order)]
-    last = RELABEL_FROM + len(items) - 1
-    return sh.with_items(value, labelled), f"reversed {len(items)} chunk(s), labelled {RELABEL_FROM}..{last}"
-
-
-def _truncate(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
-    items, ids = _chunks(value, "context")
-    first = next((n for n, cid in enumerate(ids) if cid in ctx.support), None)
-    if first is None:
-        return "no support chunk in the context"
-    return sh.with_items(value, items[:first]), f"kept the first {first} of {len(items)} chunk(s), cut at {ids[first]}"
+# --- generation -----------------------------------------------------------------------------------------
 
 
 def _answer(value: Any) -> tuple[str | None, list[Any] | None]:
@@ -280,23 +396,23 @@ def _answer(value: Any) -> tuple[str | None, list[Any] | None]:
     return sh.answer_text(value), claims
 
 
-def _remove_markers(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+def _remove_markers(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     text, claims = _answer(value)
     if claims is not None:
         n = sum(len(sh.claim_evidence(c)) for c in claims)
         if not n:
             return "the structured answer cites nothing"
         new = sh.with_claims(value, [sh.with_claim(c, evidence=[]) for c in claims])
-        return new, f"removed the evidence of {n} citation(s)"
+        return Edited(new, f"removed the evidence of {n} citation(s)", ctx.supported_claims())
     if text is None:
         raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
     bare, n = remove_markers(text)
     if not n:
         return "the answer has no marker"
-    return sh.with_answer_text(value, bare), f"removed {n} marker(s)"
+    return Edited(sh.with_answer_text(value, bare), f"removed {n} marker(s)", ctx.supported_claims())
 
 
-def _change_number(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+def _change_number(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     if not ctx.facts_numbers:
         return "the gold claims state no number"
     text, claims = _answer(value)
@@ -309,7 +425,7 @@ def _change_number(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any
                 value = sh.with_claims(value, changed)
             if text is not None:
                 value = sh.with_answer_text(value, renumber(text, [number]))
-            return value, f"changed {number} to {new}"
+            return Edited(value, f"changed {number} to {new}", ctx.claims_stating(number))
     return "the answer states none of the gold facts' numbers"
 
 
@@ -327,10 +443,11 @@ def _neighbour(ctx: CaseContext, view: RequestView, cited: str) -> tuple[str, st
     return None
 
 
-def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     text, claims = _answer(value)
     if claims is not None:
         out, moved = [], ""
+        cids: set[str] = set()
         for c in claims:
             evidence = []
             for item in sh.claim_evidence(c):
@@ -339,9 +456,12 @@ def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> tuple[A
                 if near is not None:
                     item = sh.with_claim(item, chunk_id=near[1], quote="")  # noqa: PLW2901 - the edited copy
                     moved = moved or f"cites {near[1]} instead of {cid}"
+                    cids.add(cid)
                 evidence.append(item)
             out.append(sh.with_claim(c, evidence=evidence))
-        return (sh.with_claims(value, out), moved) if moved else "no cited support chunk with a neighbour in context"
+        if not moved:
+            return "no cited support chunk with a neighbour in context"
+        return Edited(sh.with_claims(value, out), moved, ctx.claims_citing(cids))
     if text is None:
         raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
     label_chunk = dict(zip(view.labels, view.chunk_ids, strict=False))
@@ -352,15 +472,20 @@ def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> tuple[A
         if near is None:
             continue
         moved = relabel(text, label, near[0], shape)
-        return sh.with_answer_text(value, moved), f"cites [{near[0]}] ({near[1]}) instead of [{label}]"
+        detail = f"cites [{near[0]}] ({near[1]}) instead of [{label}]"
+        return Edited(sh.with_answer_text(value, moved), detail, ctx.claims_citing({cited}))
     return "no marker citing a support chunk with a neighbour in context"
 
 
-def _wrong_chunk(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+# --- resolution and render ------------------------------------------------------------------------------
+
+
+def _wrong_chunk(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     rows = sh.rows_of(value, ("resolved", "citations", "items"))
     if rows is None:
         raise sh.CannotEdit(f"found no resolved citations in a {type(value).__name__}")
     out, moved = [], []
+    cids: set[str] = set()
     for row in rows:
         cid = sh.row_get(row, "chunk_id")
         near = _neighbour(ctx, view, cid) if cid in ctx.support else None
@@ -371,31 +496,30 @@ def _wrong_chunk(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, 
         fields = {"chunk_id": near[1], "doc_id": view.doc_ids[at], "version": view.versions[at]}
         out.append(sh.with_row_fields(row, **fields, uri=ctx.uri_of(near[1], view)))
         moved.append(f"{sh.row_get(row, 'marker') or sh.row_get(row, 'label')} -> {near[1]} (was {cid})")
+        cids.add(cid)
     if not moved:
         return "no citation resolved to a support chunk"
-    return sh.with_rows(value, out, ("resolved", "citations", "items")), "resolved " + ", ".join(moved)
+    new = sh.with_rows(value, out, ("resolved", "citations", "items"))
+    return Edited(new, "resolved " + ", ".join(moved), ctx.claims_citing(cids))
 
 
 def _older_link(ctx: CaseContext, row: Any, meant: str) -> Any:
-    """``row`` linking the gold corpus's archived version of ``meant``, else the same uri one version back."""
+    """``row`` linking the gold corpus's archived version of ``meant`` (None when the gold holds none: a link
+    to a version nobody wrote down would be invented)."""
     old = ctx.archived.get(meant)
-    if old is not None and old.uri:
-        return sh.with_row_fields(row, uri=old.uri, chunk_id=old.chunk_id, version=old.version)
-    current = ctx.gold.corpus.get(meant)
-    prev = _prev_version(current.version) if current is not None and current.version else None
-    uri = sh.row_get(row, "uri") or (current.uri if current is not None else "")
-    if current is None or prev is None or current.version not in uri:
+    if old is None or not old.uri:
         return None
-    return sh.with_row_fields(row, uri=uri.replace(current.version, prev), version=prev)
+    return sh.with_row_fields(row, uri=old.uri, chunk_id=old.chunk_id, version=old.version)
 
 
-def _old_version_link(ctx: CaseContext, value: Any, view: RequestView) -> tuple[Any, str] | str:
+def _old_version_link(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     rows = sh.rows_of(value, ("citations", "sources", "links", "items"))
     if rows is None:
         raise sh.CannotEdit(f"found no rendered links in a {type(value).__name__}")
     label_chunk = dict(zip(view.labels, view.chunk_ids, strict=False))
     by_uri = {c.uri: c.chunk_id for c in ctx.gold.corpus.values() if c.uri}
     out, moved = [], []
+    meant_ids: set[str] = set()
     for row in rows:
         meant = (
             label_chunk.get(sh.row_get(row, "label"))
@@ -406,9 +530,11 @@ def _old_version_link(ctx: CaseContext, value: Any, view: RequestView) -> tuple[
         out.append(linked if linked is not None else row)
         if linked is not None:
             moved.append(f"{sh.row_get(row, 'label')} -> {sh.row_get(linked, 'uri')}")
+            meant_ids.add(meant)
     if not moved:
-        return "no rendered link to a support chunk with an older version to link"
-    return sh.with_rows(value, out, ("citations", "sources", "links", "items")), "links " + ", ".join(moved)
+        return "no rendered link to a support chunk whose older version the gold corpus holds"
+    new = sh.with_rows(value, out, ("citations", "sources", "links", "items"))
+    return Edited(new, "links " + ", ".join(moved), ctx.claims_citing(meant_ids))
 
 
 @dataclass(frozen=True)
@@ -420,7 +546,7 @@ class Perturbation:
     does: str
     expect: Expect
     reaction: Reaction | None
-    fn: Callable[..., tuple[Any, str] | str]
+    fn: Callable[..., Edited | str]
     needs: Callable[[CaseContext], str | None]
 
     def prepare(self, ctx: CaseContext) -> _Change | str:
@@ -481,7 +607,7 @@ CATALOGUE: tuple[Perturbation, ...] = (
         "drop the support chunk(s) from what reaches the model",
         Expect("bucket", "context_drop", "context"),
         "abstain_or_qualify",
-        lambda ctx, v, view: _drop_support(ctx, v, view, "context"),
+        _drop_context,
         _needs_support,
     ),
     Perturbation(
@@ -541,7 +667,7 @@ CATALOGUE: tuple[Perturbation, ...] = (
     Perturbation(
         "render.old_version",
         "render",
-        "link the support's older version on the page",
+        "link the support's archived version (from the gold corpus) on the page",
         Expect("bucket", "resolution", "render"),
         None,
         _old_version_link,

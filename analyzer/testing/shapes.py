@@ -39,7 +39,7 @@ class CannotEdit(Exception):
     """This value's shape cannot be changed faithfully; the message says why."""
 
 
-def _set_attr(obj: Any, name: str, value: Any) -> Any:
+def set_attr(obj: Any, name: str, value: Any) -> Any:
     """A copy of ``obj`` with attribute ``name`` set (dataclass, pydantic model, plain object)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = {f.name for f in dataclasses.fields(obj) if f.init}
@@ -89,7 +89,7 @@ def with_items(value: Any, items: list[Any]) -> Any:
             new = tuple(items) if isinstance(inner, tuple) else items
             if isinstance(value, Mapping):
                 return {**value, name: new}
-            return _set_attr(value, name, new)
+            return set_attr(value, name, new)
     raise CannotEdit(f"found no chunk list in a {type(value).__name__}")
 
 
@@ -127,17 +127,17 @@ def _set_on_object(item: Any, meta: Mapping[str, Any] | None, field: str, names:
     """An object chunk: the attribute or metadata key it already uses; else a dataclass field, else metadata."""
     # LangChain Document: text is page_content, everything else lives in metadata
     if field == "text" and hasattr(item, "page_content"):
-        return _set_attr(item, "page_content", value)
+        return set_attr(item, "page_content", value)
     if meta is not None and not hasattr(item, "chunk_id") and (name := _first_set(meta, names)) is not None:
-        return _set_attr(item, "metadata", {**meta, name: value})
+        return set_attr(item, "metadata", {**meta, name: value})
     for name in names:
         if getattr(item, name, None) not in (None, "") or (
             dataclasses.is_dataclass(item) and name in {f.name for f in dataclasses.fields(item)}
         ):
-            return _set_attr(item, name, value)
+            return set_attr(item, name, value)
     if meta is not None:
-        return _set_attr(item, "metadata", {**meta, names[0]: value})
-    return _set_attr(item, names[0], value)
+        return set_attr(item, "metadata", {**meta, names[0]: value})
+    return set_attr(item, names[0], value)
 
 
 def with_chunk_fields(item: Any, **changes: Any) -> Any:
@@ -176,7 +176,7 @@ def with_rows(value: Any, rows: list[Any], containers: Sequence[str] = _ROW_CONT
     for name in containers:
         inner = _get(value, name)
         if isinstance(inner, list | tuple):
-            return {**value, name: rows} if isinstance(value, Mapping) else _set_attr(value, name, rows)
+            return {**value, name: rows} if isinstance(value, Mapping) else set_attr(value, name, rows)
     raise CannotEdit(f"found no rows in a {type(value).__name__}")
 
 
@@ -191,7 +191,7 @@ def with_row_fields(row: Any, **changes: str) -> Any:
     for name, value in changes.items():
         if name != "uri" and _get(row, name) is None:
             continue
-        new = {**new, name: value} if isinstance(new, Mapping) else _set_attr(new, name, value)
+        new = {**new, name: value} if isinstance(new, Mapping) else set_attr(new, name, value)
     return new
 
 
@@ -214,7 +214,7 @@ def with_answer_text(value: Any, text: str) -> Any:
         return text
     for name in ("text", "content"):
         if isinstance(_get(value, name), str):
-            return {**value, name: text} if isinstance(value, Mapping) else _set_attr(value, name, text)
+            return {**value, name: text} if isinstance(value, Mapping) else set_attr(value, name, text)
     raise CannotEdit(f"found no answer text in a {type(value).__name__}")
 
 
@@ -227,7 +227,7 @@ def claims_of(value: Any) -> list[Any] | None:
 
 
 def with_claims(value: Any, claims: list[Any]) -> Any:
-    return {**value, "claims": claims} if isinstance(value, Mapping) else _set_attr(value, "claims", claims)
+    return {**value, "claims": claims} if isinstance(value, Mapping) else set_attr(value, "claims", claims)
 
 
 def claim_evidence(claim: Any) -> list[Any]:
@@ -239,5 +239,5 @@ def with_claim(claim: Any, **changes: Any) -> Any:
     """A copy of one structured claim (or evidence item) with these fields."""
     new = claim
     for name, value in changes.items():
-        new = {**new, name: value} if isinstance(new, Mapping) else _set_attr(new, name, value)
+        new = {**new, name: value} if isinstance(new, Mapping) else set_attr(new, name, value)
     return new
