@@ -25,7 +25,6 @@ from citeline.instrumentation.chunks import to_columns
 from citeline.instrumentation.prompt import chunks_in_prompt, prompt_text
 from citeline.instrumentation.testing import RequestView
 
-
 CHUNKS = [
     {"chunk_id": "a#1", "doc_id": "a", "version": "v1", "text": "Returns are accepted within 30 days."},
     {"chunk_id": "b#1", "doc_id": "b", "version": "v1", "text": "Shipping is free above 50 dollars."},

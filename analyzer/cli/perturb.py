@@ -96,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
     unseen = [s for s, v in result.stages.items() if v.verdict == "not seen"]
     if unseen:
         err(f"citeline: stage(s) not seen: {', '.join(unseen)}; see the cells listed")
+    reached = [s for s, v in result.stages.items() if v.verdict in ("seen", "partly seen")]
+    if not unseen and not reached:
+        err("citeline: no stage could be perturbed here (each is n/a or unreachable; see the notes): nothing is shown")
     bad = [c for c in result.reactions if not c.reaction_good]
     if bad and args.fail_on_reaction:
         err(f"citeline: {len(bad)} app reaction(s) are findings about the app")
-    return FAILED if unseen or (bad and args.fail_on_reaction) else DONE
+    return FAILED if unseen or not reached or (bad and args.fail_on_reaction) else DONE

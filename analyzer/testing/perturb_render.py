@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from citeline.analyzer.testing.perturb import PerturbResult
     from citeline.analyzer.testing.perturb_judge import Cell
 
+_VERDICT_CSS = {"seen": "seen", "not seen": "notseen"}
 MARK = {"holds": "ok", "differs": "XX", "n/a": ".", "skipped": "-", "error": "!!", "reaction": "r"}
 
 
@@ -43,11 +44,17 @@ def render_text(r: PerturbResult) -> str:
     lines += ["", "perturbations (ok holds, XX differs, . n/a, - skipped, !! error, r reaction only):"]
     for n, p in enumerate(r.perturbations, start=1):
         lines.append(f"  {n:>2} {p.name}: {p.does}; declared: {p.expect}")
+    lines += _touched(r)
     lines += ["", "stages:"]
     for stage, v in r.stages.items():
         lines.append(f"  {stage}: {v.verdict} ({v.tested} cell(s) judged)")
+        if v.note:
+            lines.append(f"    {t(v.note)}")
         for c in v.cells:
-            lines.append(f"    {t(c.case_id)} x {c.perturbation}: declared {c.declared}; got {t(c.got or c.status)}")
+            on = f" on {', '.join(c.claims)}" if c.claims else ""
+            lines.append(
+                f"    {t(c.case_id)} x {c.perturbation}: declared {c.declared}{t(on)}; got {t(c.got or c.status)}"
+            )
             if c.note:
                 lines.append(f"      {t(c.note)}")
     reactions = r.reactions
@@ -64,6 +71,19 @@ def render_text(r: PerturbResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _touched(r: PerturbResult) -> list[str]:
+    """Per case with several gold claims, the claims each judged cell touched (the others must not move)."""
+    several = {case for case, rows in r.baseline.items() if len({x["gold_claim_id"] for x in rows}) > 1}
+    out = [
+        f"  {for_terminal(c.case_id)} x {c.perturbation}: {for_terminal(', '.join(c.claims))}"
+        for c in r.cells
+        if c.case_id in several and c.claims and c.status in ("holds", "differs")
+    ]
+    return (
+        ["", "claims touched (cases with several gold claims; the others must keep their bucket):", *out] if out else []
+    )
+
+
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0}
@@ -78,7 +98,8 @@ td.na,td.skipped{color:#888}td.reaction{background:#eef3fc}
 def _cell_html(c: Cell) -> str:
     e = html.escape
     css = {"n/a": "na"}.get(c.status, c.status)
-    title = f"declared: {c.declared}\ngot: {c.got}\n{c.note}".strip()
+    touched = f"\nclaims touched: {', '.join(c.claims)}" if c.claims else ""
+    title = f"declared: {c.declared}{touched}\ngot: {c.got}\n{c.note}".strip()
     text = {"holds": "✓", "differs": "✗", "n/a": "n/a", "skipped": "skip", "error": "error", "reaction": "r"}
     return f'<td class="{e(css)}" title="{e(title)}">{e(text[c.status])}</td>'
 
@@ -95,7 +116,8 @@ def render_html(r: PerturbResult) -> str:
         for case in r.cases
     )
     stages = "".join(
-        f'<li class="{"seen" if v.verdict == "seen" else "notseen"}">{e(s)}: {e(v.verdict)}'
+        f'<li class="{_VERDICT_CSS.get(v.verdict, "other")}">{e(s)}: {e(v.verdict)}'
+        + (f"<br><small>{e(v.note)}</small>" if v.note else "")
         + (
             "<ul>"
             + "".join(
