@@ -223,14 +223,16 @@ def test_the_two_views_of_the_prompt_are_edited_together_or_not_at_all(storage: 
     assert verdict.verdict in {"seen", "n/a"}, show(storage)
     if verdict.verdict == "n/a":
         assert "two views" in verdict.note
-    support_text = {  # the cases that answer, and the text of their support
-        "team-plan": [storage_desk.ARTICLES[0]["text"], storage_desk.ARTICLES[1]["text"]],
-        "trash-retention": [storage_desk.ARTICLES[3]["text"]],
-        "enterprise-sla": [storage_desk.ARTICLES[5]["text"], storage_desk.ARTICLES[6]["text"]],
-        "link-expiry": [storage_desk.ARTICLES[7]["text"]],
-        "key-rotation": [storage_desk.ARTICLES[9]["text"]],
+    text = {a["chunk_id"]: a["text"] for a in storage_desk.ARTICLES}
+    support = {  # the cases that answer, and their support
+        "team-plan": ["plans-v3#team-storage", "pricing-v3#team-price"],
+        "trash-retention": ["trash-v2#retention"],
+        "enterprise-sla": ["sla-v1#uptime", "sla-v1#credits"],
+        "link-expiry": ["sharing-v1#links"],
+        "key-rotation": ["keys-v1#rotation"],
     }
-    for case_id, texts in support_text.items():
+    for case_id, chunk_ids in support.items():
+        texts = [text[cid] for cid in chunk_ids]
         for name in ("context.drop_support", "context.truncate"):
             c = storage.cell(case_id, name)
             assert c.status == "holds" or (c.status == "n/a" and "two views" in c.note), (case_id, name, c.note)
