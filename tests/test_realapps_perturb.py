@@ -350,7 +350,13 @@ def test_a_hybrid_retriever_with_one_branch_decorated_is_partly_seen(city_partia
     retrieval = city_partial.stages["retrieval"]
     assert retrieval.verdict == "partly seen", show(city_partial)
     assert retrieval.note
-    assert sorted(retrieval.unrecorded) == sorted(keyword_only_in_context()) == ["permits-v2#deck", "permits-v2#fence"]
+    # the pages only the keyword index holds reach the model with no span recording where they came from;
+    # a perturbed run may add a page the harness took out of the vector branch's return value (the keyword
+    # branch still found it), never a page the keyword branch cannot return
+    baseline, reach = keyword_only_in_context()
+    assert baseline == ["permits-v2#deck", "permits-v2#fence"]
+    assert set(baseline) <= set(retrieval.unrecorded) <= set(reach), retrieval.unrecorded
+    assert len(retrieval.unrecorded) == len(set(retrieval.unrecorded))
     assert [s for s, v in city_partial.stages.items() if v.verdict == "not seen"] == [], show(city_partial)
     assert REFUSED["partial"] == []
 
@@ -367,13 +373,16 @@ def test_a_context_decorator_on_the_source_picker_leaves_context_not_seen(city_m
     assert REFUSED["misplaced"] == []
 
 
-def keyword_only_in_context() -> list[str]:
-    """The chunks the city desk shows the model that its vector branch did not return, over the gold cases."""
-    found: set[str] = set()
+def keyword_only_in_context() -> tuple[list[str], list[str]]:
+    """Over the gold cases: the pages the city desk shows the model that its vector branch did not return,
+    and every page its keyword branch returns."""
+    shown_only: set[str] = set()
+    reach: set[str] = set()
     for case in gold_cases(CITY_GOLD):
         groups = tuple(case.principal.get("groups", []))
         lexical = city_desk.LEXICAL.search(case.question, city_desk.BRANCH_K, groups)
         vector = city_desk.VECTORS.search(case.question, city_desk.BRANCH_K, groups)
         shown = city_desk.fuse(lexical, vector)[: city_desk.SHOWN]
-        found |= {h["chunk_id"] for h in shown} - {h["chunk_id"] for h in vector}
-    return sorted(found)
+        shown_only |= {h["chunk_id"] for h in shown} - {h["chunk_id"] for h in vector}
+        reach |= {h["chunk_id"] for h in lexical}
+    return sorted(shown_only), sorted(reach)
