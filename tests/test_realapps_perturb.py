@@ -237,7 +237,7 @@ def test_the_two_views_of_the_prompt_are_edited_together_or_not_at_all(storage: 
             c = storage.cell(case_id, name)
             assert c.status == "holds" or (c.status == "n/a" and "two views" in c.note), (case_id, name, c.note)
             if c.status == "holds":  # the model really lost the support: no claim restates it
-                said = [r["claim_text"].rstrip(".") for r in c.rows]
+                said = [(r["claim_text"] or "").rstrip(".") for r in c.rows]
                 assert [t for t in texts if t.rstrip(".") in said] == [], (case_id, name, said)
 
 

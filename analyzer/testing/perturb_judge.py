@@ -93,7 +93,10 @@ def _bucket_cell(cell: Cell, expect: Any, base: dict[str, dict[str, Any]], rows:
         cell.status, cell.note = "error", "the perturbed trace has no gold claim row (did it join its case?)"
         return
     touched = set(cell.claims) or {r["gold_claim_id"] for r in gold}
-    got, bad, already = [], [], []
+    got: list[str] = []
+    bad: list[str] = []
+    already: list[str] = []
+    early: list[str] = []
     for r in gold:
         b = base.get(r["gold_claim_id"])
         if r["gold_claim_id"] not in touched:
@@ -112,13 +115,20 @@ def _bucket_cell(cell: Cell, expect: Any, base: dict[str, dict[str, Any]], rows:
         if raised and r["bucket"] != expect.bucket:
             text += f", {expect.bucket} raised"
         got.append(text)
+        if not raised and b is not None and b["bucket"] != "ok":
+            # the chain already broke before this perturbation (a retrieval miss before a context cell)
+            early.append(f"{r['gold_claim_id']} is {b['bucket']} at {b['stage'] or 'no stage'} in the baseline")
+            got.pop()
+            continue
         if not (raised and at_span):
             bad.append(f"{text}: {r['reason']}")
     missing = sorted(touched - {r["gold_claim_id"] for r in gold})
     if missing:
         bad.append(f"no row for {', '.join(missing)}")
-    if already and not got and not bad:
-        cell.status, cell.note = "skipped", f"the baseline already raised {expect.bucket} ({', '.join(already)})"
+    if (already or early) and not got and not bad:
+        said = [f"the baseline already raised {expect.bucket} ({', '.join(already)})"] if already else []
+        said += [f"{e}: this cell cannot show {expect.bucket}" for e in early]
+        cell.status, cell.note = "skipped", "; ".join(said)
         return
     cell.got = "; ".join(got) or "no touched claim changed"
     cell.status = "differs" if bad else "holds"

@@ -31,12 +31,15 @@ from citeline.analyzer.testing import shapes as sh
 from citeline.analyzer.text import overlap, stems
 from citeline.instrumentation.chunks import Columns
 from citeline.instrumentation.labels import Shape
+from citeline.instrumentation.prompt import chunks_in_prompt, prompt_text
 from citeline.instrumentation.testing import RequestView
 
 ExpectKind = Literal["bucket", "unchanged", "none"]
 Reaction = Literal["abstain_or_qualify", "follow_newer", "same_answer"]
 RELABEL_FROM = 11  # shuffled chunks are labelled 11, 12, ...: no label the app used before
 _NUMBER = re.compile(r"(?<![\w.,])(\d+)((?:[.,]\d+)?)(?![\w])")
+#: a number renumber may raise: not a citation marker's ("[2]", "(2)")
+_BUMPABLE = re.compile(r"(?<![\w.,\[(])(\d+)((?:[.,]\d+)?)(?![\w\])])")
 #: how alike a gold chunk's text must be to count as another version of a support chunk
 SAME_PASSAGE = 0.5
 
@@ -159,7 +162,7 @@ def renumber(text: str, numbers: Sequence[str]) -> str:
         whole = m.group(1) + m.group(2)
         return bump(whole) if whole in wanted else whole
 
-    return _NUMBER.sub(sub, text)
+    return _BUMPABLE.sub(sub, text)
 
 
 def newer_version(chunk: CorpusChunk, numbers: Sequence[str]) -> CorpusChunk:
@@ -308,14 +311,7 @@ def _drop_context(ctx: CaseContext, value: Any, view: RequestView) -> Edited | s
 
 def _shuffle_relabel(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     if prompts.is_prompt(value):
-        cands = _candidates(view)
-        new, n = _in_prompt(value, lambda: prompts.reverse_relabel(value, cands, RELABEL_FROM))
-        if not n:
-            return "no chunk found in the prompt the context step returned"
-        items = _documents(new)
-        if items is not None:
-            new = sh.with_items(new, list(reversed(items)))
-        return Edited(new, f"reversed {n} passage(s) in the prompt, labelled {RELABEL_FROM}..{RELABEL_FROM + n - 1}")
+        return _shuffle_prompt(value, view)
     items, _ids = _chunks(value, "context")
     if not items:
         return "the context is empty"
@@ -323,6 +319,28 @@ def _shuffle_relabel(ctx: CaseContext, value: Any, view: RequestView) -> Edited 
     labelled = [sh.with_chunk_fields(item, label=str(RELABEL_FROM + n)) for n, item in enumerate(order)]
     last = RELABEL_FROM + len(items) - 1
     return Edited(sh.with_items(value, labelled), f"reversed {len(items)} chunk(s), labelled {RELABEL_FROM}..{last}")
+
+
+def _shuffle_prompt(value: Any, view: RequestView) -> Edited | str:
+    """Reverse the passages of a prompt and the documents beside it, so the app's own mapping of labels to
+    documents still holds; a prompt alone is not reordered (the app's list behind its labels is out of reach)."""
+    items = _documents(value)
+    if items is None:
+        return (
+            "the context step returned only a rendered prompt: reordering its passages would leave the app's own "
+            "list of the chunks behind the labels in the old order; the drop and truncate cells test this stage"
+        )
+    cands = _candidates(view)
+    labels = chunks_in_prompt(prompt_text(value) or "", cands).label
+    positional = labels == [str(n) for n in range(1, len(labels) + 1)]
+    first = 1 if positional else RELABEL_FROM  # labels by position stay positions: documents[k - 1] is [k]
+    new, n = _in_prompt(value, lambda: prompts.reverse_relabel(value, cands, first))
+    if not n:
+        return "no chunk found in the prompt the context step returned"
+    docs = _documents(new)
+    if docs is not None:
+        new = sh.with_items(new, list(reversed(docs)))
+    return Edited(new, f"reversed {n} passage(s) in the prompt and its documents, labelled {first}..{first + n - 1}")
 
 
 def _truncate(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
@@ -446,22 +464,24 @@ def _neighbour(ctx: CaseContext, view: RequestView, cited: str) -> tuple[str, st
 def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> Edited | str:
     text, claims = _answer(value)
     if claims is not None:
-        out, moved = [], ""
-        cids: set[str] = set()
-        for c in claims:
-            evidence = []
-            for item in sh.claim_evidence(c):
-                cid = sh.row_get(item, "chunk_id")
-                near = _neighbour(ctx, view, cid) if cid in ctx.support else None
-                if near is not None:
-                    item = sh.with_claim(item, chunk_id=near[1], quote="")  # noqa: PLW2901 - the edited copy
-                    moved = moved or f"cites {near[1]} instead of {cid}"
-                    cids.add(cid)
-                evidence.append(item)
-            out.append(sh.with_claim(c, evidence=evidence))
-        if not moved:
+        # as in prose, one cited support chunk moves (everywhere it is cited): one claim's evidence, not all
+        cited = [sh.row_get(i, "chunk_id") for c in claims for i in sh.claim_evidence(c)]
+        target = next((c for c in cited if c in ctx.support and _neighbour(ctx, view, c) is not None), None)
+        if target is None:
             return "no cited support chunk with a neighbour in context"
-        return Edited(sh.with_claims(value, out), moved, ctx.claims_citing(cids))
+        near = _neighbour(ctx, view, target)
+        assert near is not None
+        out = [
+            sh.with_claim(
+                c,
+                evidence=[
+                    sh.with_claim(i, chunk_id=near[1], quote="") if sh.row_get(i, "chunk_id") == target else i
+                    for i in sh.claim_evidence(c)
+                ],
+            )
+            for c in claims
+        ]
+        return Edited(sh.with_claims(value, out), f"cites {near[1]} instead of {target}", ctx.claims_citing({target}))
     if text is None:
         raise sh.CannotEdit(f"cannot read an answer from a {type(value).__name__}")
     label_chunk = dict(zip(view.labels, view.chunk_ids, strict=False))

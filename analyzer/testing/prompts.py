@@ -171,17 +171,18 @@ def drop(value: Any, candidates: Columns, drop_ids: set[str]) -> tuple[Any, list
 
 
 def _relabelled(segment: str, text_at: int, label: str) -> str:
+    """``segment`` with the label before its passage changed to ``label`` (the occurrence the reader takes)."""
     prefix = segment[:text_at]
     old = label_before(prefix)
     digits = re.findall(r"\d+", old or "")
     if not digits:
         raise CannotEdit("the prompt numbers its passages by position, not by label: cannot relabel them")
-    last = None
-    for m in re.finditer(rf"(?<!\d){re.escape(digits[-1])}(?!\d)", prefix):
-        last = m
-    if last is None:
-        raise CannotEdit(f"cannot find the label {old!r} before its passage")
-    return prefix[: last.start()] + label + prefix[last.end() :] + segment[text_at:]
+    hits = list(re.finditer(rf"(?<!\d){re.escape(digits[-1])}(?!\d)", prefix))
+    for m in reversed(hits):  # "[3] Pricing (v3): ..." holds the 3 twice; the label is the one the reader reads
+        edited = prefix[: m.start()] + label + prefix[m.end() :]
+        if label_before(edited) == label:
+            return edited + segment[text_at:]
+    raise CannotEdit(f"cannot find the label {old!r} before its passage")
 
 
 def reverse_relabel(value: Any, candidates: Columns, first: int) -> tuple[Any, int]:
