@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections import Counter
@@ -266,11 +267,18 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
         "not joined: 1 unknown_case_id; 4 gold case(s)" in captured.out
     )
     run = report["run_id"]
-    assert captured.err.splitlines()[-4:] == [
-        f"citeline: run {run}: 3 of 6 gates failed:",
-        "  1 trace joins no gold case (gate unmatched>0)",
-        "  coverage is 50.0%: 1 of 2 traces join a gold case (gate coverage<95%)",
-        "  4 gold cases have no trace (gate missing_cases>3)",
+    failed = [
+        "1 trace joins no gold case (gate unmatched>0)",
+        "coverage is 50.0%: 1 of 2 traces join a gold case (gate coverage<95%)",
+        "4 gold cases have no trace (gate missing_cases>3)",
+    ]
+    assert captured.err.splitlines()[-4:] == [f"citeline: run {run}: 3 of 6 gates failed:", *(f"  {x}" for x in failed)]
+    shown = [x.replace(">", "&gt;").replace("<", "&lt;") for x in failed]  # Markdown-escaped
+    assert captured.out.endswith("\n".join(["### Gates failed", "", *(f"- {x}" for x in shown)]) + "\n")
+    page = tmp_path / "r.html"
+    assert main(["report", "--db", db, "--format", "html", "--out", str(page), *args]) == 1
+    assert [ln for ln in page.read_text().splitlines() if "class='gate'" in ln] == [
+        "".join(f"<p class='gate'>gate failed: {html.escape(x)}</p>" for x in failed)
     ]
 
 
