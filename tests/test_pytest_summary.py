@@ -99,3 +99,34 @@ def test_one_leak_is_one_summary_line_and_a_perturbation_run_shows_its_verdicts(
         ],
         consecutive=True,
     )
+
+
+def _row(case: str | None, claim: str | None, bucket: str, span: str, reason: str) -> dict[str, str | None]:
+    return {"case_id": case, "gold_claim_id": claim, "bucket": bucket, "stage": "retrieval", "span_id": span,
+            "reason": reason}  # fmt: skip
+
+
+def test_only_the_rows_of_one_leak_share_a_line_and_every_row_is_named() -> None:
+    from citeline.analyzer.testing.pytest_plugin import _analysis_lines
+
+    staff = "restricted staff-handbook#discount-1 reached retrieval"
+    payroll = "restricted payroll#rates-1 reached retrieval"
+    failing = [
+        _row("a", "(abstain)", "access_violation", "02", staff),  # one leak: the abstention and the extra claim
+        _row("a", None, "access_violation", "02", staff),
+        _row("a", None, "access_violation", "02", payroll),  # another restricted chunk: another leak
+        _row("b", "(abstain)", "access_violation", "02", staff),  # the same chunk in another case: its own leak
+        _row("c", "x", "uncited", "04", "factual claim without a citation"),  # two claims, two findings
+        _row("c", "y", "uncited", "04", "factual claim without a citation"),
+        _row(None, None, "access_violation", "05", staff),  # corpus basis
+    ]
+    record = {"nodeid": "t.py::t", "summary": {"access_violation": 5, "uncited": 2}, "failing": failing}
+    assert _analysis_lines([record]) == [
+        "1 analysis(es) in 1 test(s), 7 claim(s): access_violation 5, uncited 2",
+        f"access_violation t.py::t a/(abstain) + a/(extra claim) at retrieval, span 02: {staff}",
+        f"access_violation t.py::t a/(extra claim) at retrieval, span 02: {payroll}",
+        f"access_violation t.py::t b/(abstain) at retrieval, span 02: {staff}",
+        "uncited t.py::t c/x at retrieval, span 04: factual claim without a citation",
+        "uncited t.py::t c/y at retrieval, span 04: factual claim without a citation",
+        f"access_violation t.py::t (corpus basis)/(extra claim) at retrieval, span 05: {staff}",
+    ]
