@@ -114,7 +114,7 @@ RULE = [
     ("report --db {missing}", UNUSABLE, "no store at"),
     ("report --db {store} --run nosuch", UNUSABLE, "nosuch"),
     ("report --db {store} --fail-on nonsense>1", UNUSABLE, "nonsense"),
-    ("report --db {store} --fail-on failing>0", FAILED, "gate failing>0 failed"),
+    ("report --db {store} --fail-on failing>0", FAILED, "1 of 1 gate failed:"),
     ("report --db {store} --out {missing}/r.html", UNUSABLE, "does not exist"),
     # phoenix: a Phoenix that cannot be used is input that cannot be used
     ("pull --phoenix {closed} --project p --db {missing}.4.duckdb", UNUSABLE, "cannot reach Phoenix at"),

@@ -297,14 +297,16 @@ def test_a_mixed_run_counts_coverage_bases_reports_and_gates_exactly(tmp_path: P
     gates = ["grounding>0@gold", "grounding>4@corpus", "failing>50%@gold", "uncited>=1@gold", "retrieval_miss>0"]
     assert main(["report", "--db", db, "--format", "json", *[x for g in gates for x in ("--fail-on", g)]]) == 1
     run = out["run_id"]
-    assert [ln for ln in capsys.readouterr().err.splitlines() if "gate" in ln] == [
-        f"citeline: gate grounding>4@corpus failed: grounding is 5 corpus-basis claims in run {run}",
-        f"citeline: gate uncited>=1@gold failed: uncited is 1 gold-basis claims in run {run}",
+    assert capsys.readouterr().err.splitlines()[-3:] == [
+        f"citeline: run {run}: 2 of 5 gates failed:",
+        "  5 corpus-basis claims are grounding (gate grounding>4@corpus)",
+        "  1 gold-basis claim is uncited (gate uncited>=1@gold)",
     ]
     assert main(["report", "--db", db, "--fail-on", "failing>46%@corpus"]) == 1  # 13 of 28: 46.4%
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        f"citeline: gate failing>46%@corpus failed: failing is 46.4% (13 of 28 corpus-basis claims) in run {run}"
-    )
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        f"citeline: run {run}: 1 of 1 gate failed:",
+        "  46.4% of corpus-basis claims are not ok (13 of 28; gate failing>46%@corpus)",
+    ]
     assert main(["report", "--db", db, "--fail-on", "coverage<50%@corpus"]) == 2  # a basis counts claims only
     assert "only a bucket or failing is counted per basis" in capsys.readouterr().err
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -265,10 +267,18 @@ def test_reports_show_coverage_and_gates_read_it(tmp_path: Path, capsys: Any) ->
         "not joined: 1 unknown_case_id; 4 gold case(s)" in captured.out
     )
     run = report["run_id"]
-    assert [ln for ln in captured.err.splitlines() if "gate" in ln] == [
-        f"citeline: gate unmatched>0 failed: unmatched is 1 traces in run {run}",
-        f"citeline: gate coverage<95% failed: coverage is 50.0% (1 of 2 traces joined a case) in run {run}",
-        f"citeline: gate missing_cases>3 failed: missing_cases is 4 gold cases in run {run}",
+    failed = [
+        "1 trace joins no gold case (gate unmatched>0)",
+        "coverage is 50.0%: 1 of 2 traces join a gold case (gate coverage<95%)",
+        "4 gold cases have no trace (gate missing_cases>3)",
+    ]
+    assert captured.err.splitlines()[-4:] == [f"citeline: run {run}: 3 of 6 gates failed:", *(f"  {x}" for x in failed)]
+    shown = [x.replace(">", "&gt;").replace("<", "&lt;") for x in failed]  # Markdown-escaped
+    assert captured.out.endswith("\n".join(["### Gates failed", "", *(f"- {x}" for x in shown)]) + "\n")
+    page = tmp_path / "r.html"
+    assert main(["report", "--db", db, "--format", "html", "--out", str(page), *args]) == 1
+    assert [ln for ln in page.read_text().splitlines() if "class='gate'" in ln] == [
+        "".join(f"<p class='gate'>gate failed: {html.escape(x)}</p>" for x in failed)
     ]
 
 
@@ -282,9 +292,10 @@ def test_a_gate_never_passes_on_a_run_with_no_claims(tmp_path: Path, capsys: Any
     assert main(["analyze", "--traces", str(t.trace_dir), "--gold", str(_gold(tmp_path)), "--db", db]) == 1
     capsys.readouterr()
     assert main(["report", "--db", db, "--fail-on", "grounding>0"]) == 1
-    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("citeline:")]
-    assert line.startswith("citeline: run ") and line.endswith(
-        "classified no claims, so no gate can pass on it: check --traces and the gold set's case ids/questions "
-        "(coverage above), or pass --allow-empty"
+    head, line = capsys.readouterr().err.splitlines()[-2:]
+    assert re.fullmatch(r"citeline: run \S+: 1 of 1 gate failed:", head)
+    assert line == (
+        "  no claim was classified, so no gate can pass on this run: check --traces and the gold set's case "
+        "ids/questions (coverage above), or pass --allow-empty"
     )
     assert main(["report", "--db", db, "--fail-on", "grounding>0", "--allow-empty"]) == 0

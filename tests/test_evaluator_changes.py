@@ -65,7 +65,11 @@ def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
     assert ("regressed", "returns-window") in {(r["change"], r["case_id"]) for r in rep3["regressions"]}
     capsys.readouterr()
     assert main(["report", "--db", str(db), "--fail-on", "regressions>0"]) == 1
-    assert "citeline: gate regressions>0 failed: regressions is " in capsys.readouterr().err
+    n = sum(r["change"] == "regressed" for r in rep3["regressions"])
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        f"citeline: run {run3}: 1 of 1 gate failed:",
+        f"  {n} regression{'' if n == 1 else 's'} since run {run2} (gate regressions>0)",
+    ]
     # against the old judge's run every change is the judge's; against the new judge's, the app's
     assert {r["change"] for r in _report(db, capsys, "--baseline", run1)["regressions"]} == {"judge changed"}
     assert _report(db, capsys, "--baseline", run2)["regressions"] == rep3["regressions"]
@@ -103,7 +107,10 @@ def test_gates_read_metrics_and_name_the_known_ones(tmp_path: Path, capsys: pyte
     assert 0 < aligned["value"] < 0.9
     capsys.readouterr()
     assert main(["report", "--db", str(db), "--fail-on", "aligned_citation_precision<0.9"]) == 1
-    assert "gate aligned_precision<0.9 failed: aligned_precision is " in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"  aligned_precision is {aligned['value']:.4g} ({aligned['numerator']}/{aligned['denominator']}; "
+        "gate aligned_precision<0.9)"
+    )
     assert main(["report", "--db", str(db), "--fail-on", f"aligned_precision<{aligned['value'] / 2:.3f}"]) == 0
     assert main(["report", "--db", str(db), "--fail-on", "validity<50%"]) == 0
     capsys.readouterr()

@@ -179,19 +179,22 @@ def test_fail_on_gates_a_test_and_a_module(suite: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*_ test_grounding_fails_it _*",
-            "citeline: gate grounding>0 failed: grounding is 1 claims in run *",
+            "citeline: run *: 1 of 1 gate failed:",
+            "  1 claim is grounding (gate grounding>0)",
             "citeline: 1 of 1 claim(s) not ok:",
             "  returns-window/window: grounding at generation, span 0000000000000004",
             "    reason: contradicted: states 60 day where the gold fact is '30 days'",
             "    claim: Opened electronics may be returned within 60 days of delivery.",
             "*_ test_the_closest_marker_wins _*",
-            "citeline: gate uncited>0 failed: uncited is 1 claims in run *",
+            "citeline: run *: 1 of 1 gate failed:",
+            "  1 claim is uncited (gate uncited>0)",
             "citeline: 1 of 1 claim(s) not ok:",
             "  returns-window/window: uncited at generation, span 0000000000000004",
             "    reason: factual claim without a citation",
             "    claim: Opened electronics may be returned within 30 days of delivery.",
             "*_ test_default_gate_is_failing_over_zero _*",
-            "citeline: gate failing>0 failed: failing is 1 claims in run *",
+            "citeline: run *: 1 of 1 gate failed:",
+            "  1 claim is not ok (gate failing>0)",
         ]
     )
     result.stdout.fnmatch_lines(["4 analysis(es) in 4 test(s), 4 claim(s): grounding 1, uncited 3"])

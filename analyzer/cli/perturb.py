@@ -45,7 +45,18 @@ def register(add: AddCommand) -> None:
         metavar="NAME",
         help="run only this perturbation (repeatable); default all: " + ", ".join(x.name for x in CATALOGUE),
     )
-    p.add_argument("--case", action="append", metavar="CASE_ID", help="run only this gold case (repeatable)")
+    p.add_argument(
+        "--case",
+        action="append",
+        metavar="CASE_ID",
+        help="run only this gold case, or the cases a glob matches (returns-*; repeatable); a pattern that "
+        "matches no case stops the run",
+    )
+    p.add_argument(
+        "--ok-only",
+        action="store_true",
+        help="perturb only the cases whose baseline is all ok; the others are listed as not perturbed",
+    )
     add_format(p, "table", "json", "html")
     add_out(p)
     p.add_argument(
@@ -79,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"gold file {args.gold} does not exist; pass --gold FILE")
     try:
         app = load_app(args.app)
-        result = perturb(app, args.gold, perturbations=args.perturbation, cases=args.case)
+        result = perturb(app, args.gold, perturbations=args.perturbation, cases=args.case, ok_only=args.ok_only)
     except ValueError as exc:  # --app written wrong, or not importable
         raise CliError(str(exc)) from exc
     if args.format == "json":
@@ -93,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         err(f"perturbation matrix written to {args.out}")
     else:
         sys.stdout.write(text)
+    if not result.cases:
+        err("citeline: no case's baseline is all ok, so nothing was perturbed; fix the baseline or drop --ok-only")
+        return FAILED
     unseen = [s for s, v in result.stages.items() if v.verdict == "not seen"]
     if unseen:
         err(f"citeline: stage(s) not seen: {', '.join(unseen)}; see the cells listed")

@@ -21,6 +21,7 @@ from citeline.analyzer.reports.html import render_html
 from citeline.analyzer.reports.report import (
     build_report,
     check_gates,
+    gates_failed,
     parse_gate,
     render_json,
     render_markdown,
@@ -94,6 +95,6 @@ def report_command(args: argparse.Namespace) -> int:
             err(f"report written to {args.out}")
         else:
             print(text, end="")
-    for line in report.gates:
-        err(f"citeline: {line}")
+    for line in gates_failed(report.run_id, report.gates, len(gates)):
+        err(line if line.startswith(" ") else f"citeline: {line}")
     return FAILED if report.gates else DONE

@@ -256,7 +256,7 @@ def render_html(r: Report) -> str:
             f"<td><span class='tag' style='background:{COLORS[f['bucket']]}'>{e(f['bucket'])}</span>{moved_tag}</td>"
             f"<td>{e(f.get('basis') or 'gold')}</td><td>{e(f['stage'] or '')}</td><td>{e(f['reason'] or '')}</td><td>{span}</td><td>{trace_cell}</td></tr>"
         )
-    gates = "".join(f"<p class='gate'>{e(g)}</p>" for g in r.gates)
+    gates = "".join(f"<p class='gate'>gate failed: {e(g)}</p>" for g in r.gates)
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>citeline run {e(r.run_id)}</title>

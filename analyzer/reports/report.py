@@ -329,53 +329,81 @@ def parse_gate(text: str) -> Gate:
     return Gate(name, m.group(2), float(m.group(3)), m.group(4) == "%" or name == "coverage", basis)
 
 
+def _n(n: int, one: str, many: str) -> str:
+    """``1 claim``, ``2 claims``: a count and its noun."""
+    return f"{n} {one if n == 1 else many}"
+
+
 def _value(report: Report, g: Gate) -> tuple[float, str]:
-    """The gated figure and how to show it."""
+    """The gated figure, and the sentence that says it (the gate itself is added by ``check_gates``)."""
     cov = report.coverage
     traces = int(cov.get("traces") or 0)
     if g.bucket == "coverage":
-        value = 100.0 * float(cov.get("coverage", 1.0))
-        return value, f"{value:.1f}% ({cov.get('joined') or 0} of {traces} traces joined a case)"
+        value, joined = 100.0 * float(cov.get("coverage", 1.0)), int(cov.get("joined") or 0)
+        verb = "joins" if joined == 1 and traces == 1 else "join"
+        return value, f"coverage is {value:.1f}%: {joined} of {_n(traces, 'trace', 'traces')} {verb} a gold case"
     if g.bucket in METRICS:
         [metric] = [x for x in report.metrics if x["metric"] == g.bucket]
         value = float(metric["value"]) * (100.0 if g.percent else 1.0)
         shown = f"{100 * float(metric['value']):.1f}%" if g.percent else f"{float(metric['value']):.4g}"
-        return value, f"{shown} ({metric['numerator']}/{metric['denominator']})"
+        return value, f"{g.bucket} is {shown} ({metric['numerator']}/{metric['denominator']})"
     if g.bucket == "regressions":
         n = report.regression_count
-        return float(n), f"{n} regression(s) since run {report.compared_with or '(none)'}"
+        since = f"since run {report.compared_with}" if report.compared_with else "(no earlier run to compare with)"
+        return float(n), f"{_n(n, 'regression', 'regressions')} {since}"
     if g.bucket == "unmatched":
-        n, total, what = int(cov.get("unmatched") or 0), traces, "traces"
-    elif g.bucket == "missing_cases":
-        n, total, what = int(cov.get("missing_cases") or 0), 0, "gold cases"
+        n, total = int(cov.get("unmatched") or 0), traces
+        if g.percent and total:
+            value = 100.0 * n / total
+            return value, f"{value:.1f}% of traces join no gold case ({n} of {total})"
+        return float(n), f"{_n(n, 'trace joins', 'traces join')} no gold case"
+    if g.bucket == "missing_cases":
+        n = int(cov.get("missing_cases") or 0)
+        return float(n), f"{_n(n, 'gold case has', 'gold cases have')} no trace"
+    if g.basis is None:
+        counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
     else:
-        if g.basis is None:
-            counts = {b["bucket"]: int(b["claims"]) for b in report.buckets}
-        else:
-            counts = dict(report.by_basis.get(g.basis, {}))
-        total = sum(counts.values())
-        counts["failing"] = sum(k for b, k in counts.items() if b != "ok")
-        n, what = counts.get(g.bucket, 0), "claims" if g.basis is None else f"{g.basis}-basis claims"
+        counts = dict(report.by_basis.get(g.basis, {}))
+    total = sum(counts.values())
+    counts["failing"] = sum(k for b, k in counts.items() if b != "ok")
+    n = counts.get(g.bucket, 0)
+    what = "not ok" if g.bucket == "failing" else g.bucket
+    claims = "claim" if g.basis is None else f"{g.basis}-basis claim"
     if g.percent and total:
         value = 100.0 * n / total
-        return value, f"{value:.1f}% ({n} of {total} {what})"
-    return float(n), f"{n} {what}"
+        return value, f"{value:.1f}% of {claims}s are {what} ({n} of {total})"
+    return float(n), f"{_n(n, claims, claims + 's')} {'is' if n == 1 else 'are'} {what}"
+
+
+#: what every gate says of a run that classified no claim
+NO_CLAIMS = (
+    "no claim was classified, so no gate can pass on this run: check --traces and the gold set's case "
+    "ids/questions (coverage above), or pass --allow-empty"
+)
 
 
 def check_gates(report: Report, gates: list[Gate], *, allow_empty: bool = False) -> list[str]:
-    """One line per gate that fails; a run with no claims fails every gate unless ``allow_empty``."""
+    """One sentence per gate that fails, ending with the gate (``1 claim is grounding (gate grounding>0)``);
+    a run with no claims fails every gate unless ``allow_empty``. ``gates_failed`` heads the list with the
+    run."""
     if gates and report.total_claims == 0 and not allow_empty:
-        return [
-            f"run {report.run_id} classified no claims, so no gate can pass on it: check --traces and the gold "
-            "set's case ids/questions (coverage above), or pass --allow-empty"
-        ]
+        return [NO_CLAIMS]
     out = []
     for g in gates:
         value, shown = _value(report, g)
         hit = {">": value > g.limit, ">=": value >= g.limit, "<": value < g.limit, "<=": value <= g.limit}[g.op]
         if hit:
-            out.append(f"gate {g} failed: {g.bucket} is {shown} in run {report.run_id}")
+            out.append(f"{shown[:-1]}; gate {g})" if shown.endswith(")") else f"{shown} (gate {g})")
     return out
+
+
+def gates_failed(run_id: str, failed: list[str], gates: int) -> list[str]:
+    """The head naming the run once, then each failed gate's sentence indented: what every front end
+    (``report --fail-on``, the pytest marker, ``citeline.check``) prints. [] when nothing failed."""
+    if not failed:
+        return []
+    n = gates if failed == [NO_CLAIMS] else len(failed)
+    return [f"run {run_id}: {n} of {gates} gate{'' if gates == 1 else 's'} failed:", *(f"  {x}" for x in failed)]
 
 
 # --- renderers ----------------------------------------------------------------------------
@@ -467,7 +495,8 @@ def render_markdown(r: Report) -> str:
         lines += [
             f"| {md(a['bucket'])} | {a['labelled']} | {a['agreeing']} | {_pct(a['agreement'])} |" for a in r.agreement
         ]
-    lines += [f"- {md(g)}" for g in r.gates]
+    if r.gates:
+        lines += ["", "### Gates failed", "", *(f"- {md(g)}" for g in r.gates)]
     return "\n".join(lines) + "\n"
 
 

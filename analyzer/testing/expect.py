@@ -69,14 +69,14 @@ def mismatches(result: AnalysisResult, expected: Mapping[str, str] | None = None
 
 def gate_lines(result: AnalysisResult, con: duckdb.DuckDBPyConnection, fail_on: Sequence[str]) -> list[str]:
     """``citeline report --fail-on`` over this run: one line per gate that fails, then the claims not ok."""
-    from citeline.analyzer.reports.report import build_report, check_gates, parse_gate
+    from citeline.analyzer.reports.report import build_report, check_gates, gates_failed, parse_gate
 
     gates = [parse_gate(g) for g in fail_on]
     report = build_report(con, result.run_id)
-    failed = check_gates(report, gates)
+    failed = gates_failed(report.run_id, check_gates(report, gates), len(gates))
     if not failed:
         return []
-    lines = [f"citeline: {t(line)}" for line in failed]
+    lines = [f"citeline: {t(failed[0])}", *(t(line) for line in failed[1:])]
     not_ok = [r for r in result.claims.to_dicts() if r["bucket"] != "ok"]
     if not_ok:
         lines.append(f"citeline: {len(not_ok)} of {result.claims.height} claim(s) not ok:")

@@ -16,6 +16,7 @@ import json
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,8 @@ class PerturbResult:
     cells: list[Cell]
     stages: dict[str, StageVerdict]
     seconds: float = 0.0
+    #: ``ok_only``: the cases left out because their baseline is not all ok, each with what is not ok
+    not_perturbed: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def all_seen(self) -> bool:
@@ -138,6 +141,7 @@ class PerturbResult:
                 {"case_id": c.case_id, "perturbation": c.perturbation, "good": c.reaction_good, "what": c.reaction_note}
                 for c in self.reactions
             ],
+            "not_perturbed": self.not_perturbed,
             "seconds": round(self.seconds, 3),
         }
 
@@ -212,6 +216,7 @@ def perturb(
     *,
     perturbations: Sequence[str] | None = None,
     cases: Sequence[str] | None = None,
+    ok_only: bool = False,
     judge: Any = "rules",
     workdir: str | Path | None = None,
 ) -> PerturbResult:
@@ -220,6 +225,8 @@ def perturb(
     ``app(case)`` must answer one :class:`Case` through the decorated pipeline, inside one
     ``request(question=case.question, case_id=case.case_id, principal=case.principal,
     as_of=case.as_of)``. Traces and the store live in ``workdir`` (a temporary folder by default).
+    ``cases`` are case ids or globs (``returns-*``); ``ok_only`` perturbs only the cases whose baseline
+    is all ok and lists the others in ``not_perturbed``.
     """
     import time
 
@@ -231,6 +238,9 @@ def perturb(
     contexts = {c.case_id: CaseContext.of(gold_set, c) for c in picked}
     store = CapturedStore(folder)
     try:
+        picked, not_perturbed = (
+            _ok_only(app, picked, contexts, folder, Path(str(gold)), judge) if ok_only else (picked, {})
+        )
         runs, by_trace = _run_matrix(app, picked, contexts, chosen)
         rows = _claim_rows(store, runs, by_trace, Path(str(gold)), _perturbed_gold(gold_set, contexts, folder), judge)
     finally:
@@ -247,6 +257,7 @@ def perturb(
         cells=cells,
         stages=verdicts,
         seconds=time.perf_counter() - started,
+        not_perturbed=not_perturbed,
     )
 
 
@@ -261,10 +272,63 @@ def _plan(
     gold_set = load_gold(gold)
     if gold_set.unreadable is not None:
         raise PerturbError(f"{gold}: cannot read the gold set: {gold_set.unreadable}")
-    picked = [c for c in gold_set.cases.values() if not cases or c.case_id in cases]
+    picked = _pick(gold, gold_set, cases)
     if not picked:
-        raise PerturbError(f"{gold}: no gold case to run" + (f" among {', '.join(cases)}" if cases else ""))
+        raise PerturbError(f"{gold}: the gold set has no case to run")
     return chosen, gold_set, picked
+
+
+def _pick(gold: str | Path, gold_set: GoldSet, cases: Sequence[str] | None) -> list[GoldCase]:
+    """The gold cases named by ``cases`` (ids or ``fnmatch`` globs), in the gold set's order; every case
+    when ``cases`` is empty. PerturbError naming each pattern that matches no case."""
+    if not cases:
+        return list(gold_set.cases.values())
+    ids = list(gold_set.cases)
+    matched = {pattern: [i for i in ids if i == pattern or fnmatchcase(i, pattern)] for pattern in cases}
+    unmatched = [pattern for pattern, hits in matched.items() if not hits]
+    if unmatched:
+        raise PerturbError(
+            f"{gold}: no gold case matches {', '.join(repr(u) for u in unmatched)}; "
+            f"the case ids are {', '.join(ids[:10])}{', ...' if len(ids) > 10 else ''}"
+        )
+    wanted = {i for hits in matched.values() for i in hits}
+    return [c for c in gold_set.cases.values() if c.case_id in wanted]
+
+
+def _ok_only(
+    app: Callable[[Case], Any],
+    picked: Sequence[GoldCase],
+    contexts: dict[str, CaseContext],
+    folder: Path,
+    gold: Path,
+    judge: Any,
+) -> tuple[list[GoldCase], dict[str, list[str]]]:
+    """``ok_only``: each case's baseline run and analyzed first; the cases whose baseline is all ok (to
+    perturb; the matrix runs their baseline again), and the others with what is not ok in each."""
+    runs, by_trace = _run_matrix(app, picked, contexts, [])
+    spans = [s for group in by_trace.values() for s in group]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    store = CapturedStore(folder / "ok-only")  # its own: the matrix's capture numbers its traces from 1 again
+    try:
+        if spans:
+            for r in store.analyze(spans, gold, judge=judge).claims.to_dicts():
+                rows.setdefault(r["trace_id"], []).append(r)
+    finally:
+        store.close()
+    ok: list[GoldCase] = []
+    not_ok: dict[str, list[str]] = {}
+    for run in runs:
+        mine = rows.get(run.trace_id or "", [])
+        problems = [f"{r['gold_claim_id'] or r['claim_text']}: {r['bucket']}" for r in mine if r["bucket"] != "ok"]
+        if run.error:
+            problems = [run.error]
+        elif not mine:
+            problems = ["no claim was classified"]
+        if problems:
+            not_ok[run.case.case_id] = problems
+        else:
+            ok.append(run.case)
+    return ok, not_ok
 
 
 def _run_matrix(

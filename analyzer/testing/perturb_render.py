@@ -68,6 +68,9 @@ def render_text(r: PerturbResult) -> str:
     if problems:
         lines += ["", "baseline not ok (these cases show less until fixed):"]
         lines += [f"  {t(p)}" for p in problems]
+    if r.not_perturbed:
+        lines += ["", "baseline not ok, not perturbed (--ok-only):"]
+        lines += [f"  {t(case)}: {t('; '.join(why))}" for case, why in r.not_perturbed.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -133,6 +136,7 @@ def render_html(r: PerturbResult) -> str:
         + "</li>"
         for s, v in r.stages.items()
     )
+    skipped = "".join(f"<li>{e(case)}: {e('; '.join(why))}</li>" for case, why in r.not_perturbed.items())
     reactions = "".join(
         f"<tr><td>{'good' if c.reaction_good else 'finding'}</td><td>{e(c.case_id)}</td>"
         f"<td>{e(c.perturbation)}</td><td>{e(c.reaction_note)}</td></tr>"
@@ -146,5 +150,7 @@ def render_html(r: PerturbResult) -> str:
         f"<h2>Stages</h2><ul>{stages}</ul>"
         f"<h2>Matrix</h2><table><tr><th>case</th>{head}</tr>{body}</table>"
         "<h2>App reactions</h2><table><tr><th>verdict</th><th>case</th><th>perturbation</th><th>what</th></tr>"
-        f"{reactions}</table></body></html>\n"
+        f"{reactions}</table>"
+        + (f"<h2>Baseline not ok, not perturbed</h2><ul>{skipped}</ul>" if skipped else "")
+        + "</body></html>\n"
     )

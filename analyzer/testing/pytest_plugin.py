@@ -9,8 +9,10 @@
 - ``@pytest.mark.citeline(gold="gold.yaml", fail_on=["grounding>0"])`` on a
   test or a module (``pytestmark``) analyzes what the test captured when it
   returns and fails it when a gate fails (default ``failing>0``);
-- at the session's end a short summary of the buckets; ``--citeline-html DIR``
-  writes each analysis's HTML report and an index there.
+- at the session's end a short summary of the buckets, one line per finding
+  (one ACL leak is one line), and each ``citeline.perturb`` run's stage
+  verdicts; ``--citeline-html DIR`` writes each analysis's HTML report and an
+  index there.
 
 Each analysis travels on the test's report, so under pytest-xdist the
 controller sums what every worker found. Nothing is written outside the
@@ -163,7 +165,9 @@ class CitelineFixture:
 
         folder = self.store.folder / f"perturb-{self._analyses}"
         self._analyses += 1
-        return perturb(app, self._gold(gold), workdir=folder, **options)
+        result = perturb(app, self._gold(gold), workdir=folder, **options)
+        self._item.stash.setdefault(_RECORDS, []).append(perturb_record(self._item.nodeid, result))
+        return result
 
     # --- what the session summary and the HTML option get ----------------------------------
     def _record(self, result: AnalysisResult) -> None:
@@ -261,31 +265,78 @@ class _Session:
         _summary(terminalreporter, self.config, self.records)
 
 
+def perturb_record(nodeid: str, result: PerturbResult) -> dict[str, Any]:
+    """What the session summary says of one perturbation run, as plain data (xdist carries it)."""
+    return {
+        "nodeid": nodeid,
+        "perturb": {
+            "cases": len(result.cases),
+            "perturbations": len(result.perturbations),
+            "not_perturbed": sorted(result.not_perturbed),
+            "stages": [[s, v.verdict, v.tested, len(v.cells)] for s, v in result.stages.items()],
+        },
+    }
+
+
 def _summary(terminalreporter: Any, config: pytest.Config, records: list[dict[str, Any]]) -> None:
+    records = sorted(records, key=lambda r: r["nodeid"])
+    if not records:
+        return
+    terminalreporter.write_sep("=", "citeline summary")
+    analyses = [r for r in records if "summary" in r]
+    for line in [*_analysis_lines(analyses), *_perturb_lines([r for r in records if "perturb" in r])]:
+        terminalreporter.write_line(line)
+    out = config.getoption("citeline_html")
+    if out and analyses and not hasattr(config, "workerinput"):
+        index = _write_index(Path(out), analyses)
+        terminalreporter.write_line(f"citeline reports: {index}")
+
+
+def _analysis_lines(records: list[dict[str, Any]]) -> list[str]:
+    """The bucket counts of every analysis, then one line per finding: a claim not ok, or one leak (the rows
+    of a case that one restricted chunk at one span made access_violation, named together)."""
     from citeline.analyzer.escaping import term as t
     from citeline.analyzer.store import BUCKETS
     from citeline.analyzer.testing.expect import summary_line
 
-    records = sorted(records, key=lambda r: r["nodeid"])
     if not records:
-        return
+        return []
     counts = dict.fromkeys(BUCKETS, 0)
     for r in records:
         for bucket, n in r["summary"].items():
             counts[bucket] = counts.get(bucket, 0) + int(n)
     tests = len({r["nodeid"] for r in records})
-    terminalreporter.write_sep("=", "citeline summary")
-    terminalreporter.write_line(f"{len(records)} analysis(es) in {tests} test(s), {summary_line(counts, BUCKETS)}")
+    lines = [f"{len(records)} analysis(es) in {tests} test(s), {summary_line(counts, BUCKETS)}"]
     for r in records:
-        for f in r["failing"]:
+        findings: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for n, f in enumerate(r["failing"]):
+            same = (f["case_id"], f["bucket"], f["stage"], f["span_id"], f["reason"])
+            findings.setdefault(same if f["bucket"] == "access_violation" else (n,), []).append(f)
+        for rows in findings.values():
+            f = rows[0]
             where = f" at {f['stage']}" if f["stage"] else ""
             span = f", span {f['span_id']}" if f["span_id"] else ""
-            claim = f"{f['case_id'] or '(corpus basis)'}/{f['gold_claim_id'] or '(extra claim)'}"
-            terminalreporter.write_line(f"{f['bucket']} {t(r['nodeid'])} {t(claim)}{where}{span}: {t(f['reason'])}")
-    out = config.getoption("citeline_html")
-    if out and not hasattr(config, "workerinput"):
-        index = _write_index(Path(out), records)
-        terminalreporter.write_line(f"citeline reports: {index}")
+            case = f["case_id"] or "(corpus basis)"
+            claims = " + ".join(f"{case}/{x['gold_claim_id'] or '(extra claim)'}" for x in rows)
+            lines.append(f"{f['bucket']} {t(r['nodeid'])} {t(claims)}{where}{span}: {t(f['reason'])}")
+    return lines
+
+
+def _perturb_lines(records: list[dict[str, Any]]) -> list[str]:
+    """Two lines per perturbation run: the test and its size, then each stage's verdict."""
+    from citeline.analyzer.escaping import term as t
+
+    lines = []
+    for r in records:
+        p = r["perturb"]
+        skipped = f", {len(p['not_perturbed'])} not perturbed (baseline not ok)" if p["not_perturbed"] else ""
+        lines.append(f"perturb {t(r['nodeid'])}: {p['cases']} case(s) x {p['perturbations']} perturbation(s){skipped}")
+        stages = []
+        for stage, verdict, tested, bad in p["stages"]:
+            held = f"{tested - bad} of {tested} cells held" if bad else f"{tested} cell(s)"
+            stages.append(f"{stage} {t(verdict)} ({held})")
+        lines.append("  " + (", ".join(stages) if stages else "no stage judged"))
+    return lines
 
 
 def _write_index(folder: Path, records: list[dict[str, Any]]) -> Path:
