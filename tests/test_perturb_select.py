@@ -62,7 +62,7 @@ def test_case_globs_and_ok_only_perturb_only_the_ok_cases_and_list_the_others(
         ("returns-window", "holds"),
         ("staff-discount", "n/a"),
     ]
-    assert data["stages"] == {"generation": {"verdict": "seen", "tested": 1, "cells": []}}
+    assert data["stages"] == {"generation": {"verdict": "seen", "tested": 1, "note": "", "unrecorded": [], "cells": []}}
 
     # without --ok-only the globs still pick the same three cases, and shipping-cost is perturbed
     assert _cli.main([*argv, *cases]) == 0
@@ -103,7 +103,7 @@ def test_the_library_call_takes_globs_and_ok_only_too() -> None:
 
     r = perturb(app, gold_path(), cases=["shipping-*"], perturbations=["generation.remove_marker"], ok_only=True)
     assert (r.cases, r.cells, r.not_perturbed) == ([], [], {"shipping-cost": SHIPPING_NOT_OK})
-    assert {s: v.verdict for s, v in r.stages.items()} == {"generation": "not tested"}
+    assert {s: v.verdict for s, v in r.stages.items()} == {"generation": "n/a"}
 
 
 def test_the_cases_not_perturbed_are_listed_in_the_table_and_the_page_escaped() -> None:
