@@ -11,7 +11,9 @@ whenever it ends (a span still open when the block ends is dropped, never
 exported); a span started before the block ends where it always did. When
 the block ends, each provider's processors and id generator are exactly
 those it had, so the app's exporters get none of the test's spans and every
-later span again.
+later span again. The log records the app's logger providers
+(``handle.logger_provider``, the global one) are given inside the block (GenAI
+content as events) are the capture's too, and kept from the app's log exporters.
 
 With no SDK provider at all (no ``configure()``, no global provider set),
 OpenTelemetry itself makes an instrumentor's spans no-ops, in a test as in
@@ -32,7 +34,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import _logs, trace
+from opentelemetry.sdk._logs import LogRecordProcessor
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -69,18 +73,27 @@ class Captured:
 
     ``providers`` are the app's tracer providers the capture took over (``handle.provider``, the
     global one): the spans instrumentors made on them are here too, with the capture's ids.
+    ``log_records()`` are the records the app's logger providers (``handle.logger_provider``, the
+    global one) were given meanwhile: GenAI content captured as events, part of the trace.
     """
 
     exporter: InMemorySpanExporter
     provider: TracerProvider
     tracer: trace.Tracer
     providers: list[Any] = field(default_factory=list)
+    logs: InMemoryLogRecordExporter = field(default_factory=InMemoryLogRecordExporter)
+    logger_providers: list[Any] = field(default_factory=list)
 
     def spans(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
 
+    def log_records(self) -> list[Any]:
+        """The log records emitted so far (``ReadableLogRecord``s), in the order they were emitted."""
+        return list(self.logs.get_finished_logs())
+
     def clear(self) -> None:
         self.exporter.clear()
+        self.logs.clear()
 
 
 class CaptureError(RuntimeError):
@@ -223,6 +236,39 @@ def _stand_in_class(cls: type) -> type:
     return _STAND_INS[cls]
 
 
+@contextmanager
+def _take_over_logs(logger_provider: Any, into: LogRecordProcessor) -> Iterator[None]:
+    """``logger_provider``'s records into ``into`` for the block; its own processors after (a record has no
+    start and end: what is emitted inside the block is the capture's)."""
+    multi = logger_provider._multi_log_record_processor
+    with multi._lock:
+        saved = multi._log_record_processors
+        if not isinstance(saved, tuple):
+            raise TypeError(f"{type(multi).__name__} keeps its processors in a {type(saved).__name__}")
+        multi._log_record_processors = (into,)
+    try:
+        yield
+    finally:
+        with multi._lock:
+            added = tuple(p for p in multi._log_record_processors if p is not into)
+            multi._log_record_processors = saved + added
+
+
+def _app_logger_providers() -> list[Any]:
+    """The app's SDK logger providers: ``handle.logger_provider``, the global one."""
+    handle = _config._settings.handle
+    found: list[Any] = []
+    for provider in (getattr(handle, "logger_provider", None), _logs.get_logger_provider()):
+        multi = getattr(provider, "_multi_log_record_processor", None)
+        if (
+            hasattr(multi, "_log_record_processors")
+            and hasattr(multi, "_lock")
+            and all(provider is not p for p in found)
+        ):
+            found.append(provider)
+    return found
+
+
 def _app_providers() -> list[Any]:
     """The app's SDK tracer providers an instrumentor may have been handed: ``handle.provider``, the global."""
     handle = _config._settings.handle
@@ -259,6 +305,14 @@ def capture(*, record_content: bool = True) -> Iterator[Captured]:
                     _guard.report("capturing the spans of the app's tracer provider", exc)
                 else:
                     captured.providers.append(app_provider)
+            into_logs = SimpleLogRecordProcessor(captured.logs)
+            for logger_provider in _app_logger_providers():
+                try:
+                    taken.enter_context(_take_over_logs(logger_provider, into_logs))
+                except Exception as exc:  # noqa: BLE001 - a provider not as the SDK makes it is left alone
+                    _guard.report("capturing the log records of the app's logger provider", exc)
+                else:
+                    captured.logger_providers.append(logger_provider)
             settings.tracer = tracer
             settings.record_content = record_content
             settings.max_attributes = _config.DEFAULT_SPAN_ATTRIBUTES

@@ -91,7 +91,7 @@ class CitelineFixture:
         return self._captured.spans()
 
     def clear(self) -> None:
-        """Forget the spans captured so far (the next analysis sees only what comes after)."""
+        """Forget the spans (and log records) captured so far (the next analysis sees only what comes after)."""
         self._captured.clear()
 
     # --- analysis ----------------------------------------------------------------------------
@@ -124,7 +124,14 @@ class CitelineFixture:
                 "inside request(...), or a framework whose instrumentor was given handle.provider or the global "
                 "tracer provider? (with no SDK tracer provider set, OpenTelemetry drops an instrumentor's spans)"
             )
-        result = self.store.analyze(spans, self._gold(gold), judge=judge, judge_options=judge_options, labels=labels)
+        result = self.store.analyze(
+            spans,
+            self._gold(gold),
+            judge=judge,
+            judge_options=judge_options,
+            labels=labels,
+            logs=self._captured.log_records(),
+        )
         self.last = result
         self._record(result)
         return result
