@@ -6,10 +6,16 @@ theirs, captured by citeline.instrumentation.testing.capture (the harness's own 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
 from citeline.analyzer.store import STAGES
 from citeline.analyzer.testing.reach import unreachable_stages
-from citeline.instrumentation import request, retrieval
+from citeline.instrumentation import configure, request, retrieval
 from citeline.instrumentation.testing import Captured, capture
+from tests.extras import needs
 
 
 def _by_trace(cap: Captured) -> dict[str, list[object]]:
@@ -85,4 +91,32 @@ def test_a_decorated_stage_in_any_trace_is_reachable_and_left_out() -> None:
     assert unreachable_stages({}, ["retrieval"]) == {
         "retrieval": "no decorator wraps the retrieval step (no span of the trace records it): add @retrieval to "
         "the function that returns the documents"
+    }
+
+
+@pytest.mark.slow  # LangChain and its instrumentor imported (~2 s)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the instrumentor's own
+def test_a_real_zero_code_langchain_app_captured_by_the_harness_capture(tmp_path: Path) -> None:
+    # LangChain's OpenInference instrumentor handed handle.provider, no decorator at all: the spans
+    # the capture took from the app's provider say what stands in for each step
+    needs("langchain_core", "LangChain")
+    needs("openinference.instrumentation.langchain", "LangChain's OpenInference instrumentor")
+    from tests.oi_apps import SCENARIOS, run_langchain
+
+    handle = configure("zero-code-app", trace_dir=tmp_path / "traces", tracer_provider=TracerProvider())
+    try:
+        with capture() as cap:
+            run_langchain(SCENARIOS["ok"], handle.provider)
+            by_trace = _by_trace(cap)
+    finally:
+        handle.shutdown()
+    assert len(by_trace) == 1
+    assert unreachable_stages(by_trace, ["retrieval", "context", "generation"]) == {
+        "retrieval": "no decorator wraps the retrieval step (the trace has an OpenInference RETRIEVER span, "
+        "KeywordRetriever): add @retrieval to the function that returns the documents",
+        "context": "no decorator wraps the context step (the analyzer reads the context off the prompt of an "
+        "OpenInference LLM span, ScriptedChat): add @context_assembly to the function that picks, orders and "
+        "labels the chunks the model reads",
+        "generation": "no decorator wraps the generation step (the trace has an OpenInference LLM span, "
+        "ScriptedChat): add @generation to the function that calls the model and returns its answer",
     }
