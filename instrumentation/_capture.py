@@ -184,12 +184,29 @@ def _take_over(provider: Any, into: Any, ids: SequentialIds) -> Iterator[None]:
     ever reaches the app's processors.
     """
     multi = provider._active_span_processor
-    divert = _Divert(multi._span_processors, into)
     with multi._lock:
         saved = multi._span_processors
-        divert.app = saved
+        if not isinstance(saved, tuple):
+            raise TypeError(f"{type(multi).__name__} keeps its processors in a {type(saved).__name__}")
+        divert = _Divert(saved, into)
         multi._span_processors = (divert,)
-    generator: Any = getattr(provider, "id_generator", None)
+    kept: tuple[type, dict[str, Any]] | None = None
+    try:
+        kept = _lend_ids(provider, ids)
+        yield
+    finally:
+        if kept is not None:
+            _restore_ids(provider.id_generator, kept)
+        with multi._lock:
+            # a processor the code under test added meanwhile stays, after the app's own
+            added = tuple(p for p in multi._span_processors if p is not divert)
+            multi._span_processors = saved + added
+
+
+def _lend_ids(provider: Any, ids: SequentialIds) -> tuple[type, dict[str, Any]] | None:
+    """Make ``provider``'s id generator draw from ``ids``; what to restore, None when it would not take them
+    (its spans then keep their own ids)."""
+    generator: Any = provider.id_generator
     kept: tuple[type, dict[str, Any]] | None = None
     try:
         kept = (type(generator), {name: vars(generator)[name] for name in _ID_METHODS if name in vars(generator)})
@@ -199,20 +216,16 @@ def _take_over(provider: Any, into: Any, ids: SequentialIds) -> Iterator[None]:
         # a class of its own for the block: OpenInference's tracer draws ids of its own when the
         # provider's generator is exactly the SDK's RandomIdGenerator
         generator.__class__ = _stand_in_class(type(generator))
-    except Exception as exc:  # noqa: BLE001 - an id generator that takes no attributes keeps its own ids
+    except Exception:  # noqa: BLE001 - the app's generator takes no attributes: its spans keep their ids
         if kept is not None:
             _restore_ids(generator, kept)
-        kept = None
-        _guard.report("giving the app's tracer provider the capture's ids", exc)
-    try:
-        yield
-    finally:
-        if kept is not None:
-            _restore_ids(generator, kept)
-        with multi._lock:
-            # a processor the code under test added meanwhile stays, after the app's own
-            added = tuple(p for p in multi._span_processors if p is not divert)
-            multi._span_processors = saved + added
+        _guard.warn_once(
+            f"capture-ids-{type(generator).__name__}",
+            f"citeline: the tracer provider's id generator ({type(generator).__name__}) cannot lend the "
+            "capture's ids: spans made on it in a test are captured with ids of its own",
+        )
+        return None
+    return kept
 
 
 def _restore_ids(generator: Any, kept: tuple[type, dict[str, Any]]) -> None:

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
 from citeline.analyzer.run.analyze import analyze
@@ -184,4 +186,34 @@ def test_captured_genai_spans_and_log_records_are_analyzed_as_the_trace_files_ar
         ("refund-speed", "context_drop", "context", "chat scripted-model"),
         ("refund-speed", "grounding", "generation", "chat scripted-model"),
         ("refund-speed", "ok", None, None),
+    ]
+
+
+class _FrozenIds(RandomIdGenerator):
+    """An app's id generator that takes no attributes."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{name}: frozen")
+
+
+def test_an_id_generator_that_takes_no_attributes_keeps_its_ids_and_its_spans_are_still_captured(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=_FrozenIds())
+    provider.add_span_processor(SimpleSpanProcessor(app))
+    handle = configure("frozen-app", trace_dir=tmp_path / "traces", tracer_provider=provider, record_logs=False)
+    tracer = provider.get_tracer("openinference.instrumentation.openai")
+    try:
+        with capture() as cap, tracer.start_as_current_span("ChatCompletion"):
+            pass
+    finally:
+        handle.shutdown()
+    [span] = cap.spans()
+    assert span.context is not None and span.context.span_id > 2**32  # its own ids
+    assert app.get_finished_spans() == ()
+    assert type(provider.id_generator) is _FrozenIds
+    assert caplog.messages == [
+        "citeline: the tracer provider's id generator (_FrozenIds) cannot lend the capture's ids: spans made on "
+        "it in a test are captured with ids of its own"
     ]
