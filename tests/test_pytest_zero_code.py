@@ -23,7 +23,7 @@ from tests.extras import needs
 
 pytest_plugins = ["pytester"]
 
-pytestmark = pytest.mark.slow  # each suite runs in a python process of its own (~4 s)
+pytestmark = pytest.mark.slow  # each run is a python process of its own: ~10 s of CPU
 
 INI = """
 [pytest]
@@ -142,10 +142,12 @@ if {instrumentor!r} == "openinference":
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=PROVIDERS[{openai!r}])
+    CHAT = "ChatCompletion"
 else:  # OpenTelemetry's own GenAI instrumentor (message content on the span: the environment says so)
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     OpenAIInstrumentor().instrument(tracer_provider=PROVIDERS[{openai!r}])
+    CHAT = "chat scripted-model"
 
 client = OpenAI(base_url={url!r}, api_key="sk-test-not-a-key", max_retries=0)
 
@@ -172,17 +174,21 @@ def ask_openai(mode):
 CAPTURED = """
 import pytest
 
-from app import EXPORTERS, ask_langchain, ask_openai
+from app import CHAT, EXPORTERS, ask_langchain, ask_openai
 
 GATE = pytest.mark.citeline(gold="gold.yaml", fail_on=["grounding>0"])
 
 
-@pytest.mark.parametrize("ask", [ask_langchain, ask_openai], ids=["langchain", "openai"])
-def test_ok_passes(citeline, ask):
+@pytest.mark.parametrize(
+    ("ask", "chat"), [(ask_langchain, (8, "ScriptedChat")), (ask_openai, (3, CHAT))], ids=["langchain", "openai"]
+)
+def test_ok_passes(citeline, ask, chat):
     ask("ok")
     result = citeline.analyze(gold="gold.yaml")
     assert {b: n for b, n in result.summary.items() if n} == {"ok": 1}
     assert {s.context.trace_id for s in citeline.spans()} == {1}  # the capture's ids, one trace
+    # the span a failure names: the instrumentor's chat span, the same number on every run
+    assert [s.name for s in citeline.spans() if s.context.span_id == chat[0]] == [chat[1]]
     assert [e.get_finished_spans() for e in EXPORTERS.values()] == [(), ()]
 
 
