@@ -1,12 +1,13 @@
 """Analyze spans held in memory (a test's capture) with the very ``analyze`` the CLI runs.
 
-The spans are written as one OTLP/JSON file (one line per trace, as the
-embedded exporter writes them), and the log records captured beside them
-(GenAI content emitted as events) as one ``resourceLogs`` line in a file of
-their own, as citeline's log exporter writes them, in a folder the caller
-owns, a pytest ``tmp_path`` for instance, and analyzed into a DuckDB store in memory that
-lives as long as the :class:`CapturedStore`: nothing is shared between two
-tests or two xdist workers.
+The spans (citeline's and the instrumentors') are written as one OTLP/JSON
+file, one line per trace, as the embedded exporter writes them; the log
+records captured beside them (GenAI content emitted as events) as one
+``resourceLogs`` line in a file of their own, as citeline's log exporter
+writes them. Both go to a folder the caller owns, a pytest ``tmp_path`` for
+instance, and are analyzed as any trace folder is, into a DuckDB store in
+memory that lives as long as the :class:`CapturedStore`: nothing is shared
+between two tests or two xdist workers.
 """
 
 from __future__ import annotations
