@@ -1,10 +1,13 @@
 """Analyze spans held in memory (a test's capture) with the very ``analyze`` the CLI runs.
 
-The spans are written as one OTLP/JSON file (one line per trace, as the
-embedded exporter writes them) in a folder the caller owns, a pytest
-``tmp_path`` for instance, and analyzed into a DuckDB store in memory that
-lives as long as the :class:`CapturedStore`: nothing is shared between two
-tests or two xdist workers.
+The spans (citeline's and the instrumentors') are written as one OTLP/JSON
+file, one line per trace, as the embedded exporter writes them; the log
+records captured beside them (GenAI content emitted as events) as one
+``resourceLogs`` line in a file of their own, as citeline's log exporter
+writes them. Both go to a folder the caller owns, a pytest ``tmp_path`` for
+instance, and are analyzed as any trace folder is, into a DuckDB store in
+memory that lives as long as the :class:`CapturedStore`: nothing is shared
+between two tests or two xdist workers.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.store import connect
-from citeline.instrumentation.otlp_json import encode_line
+from citeline.instrumentation.otlp_json import encode_line, encode_logs_line
 
 
 def write_traces(spans: Sequence[ReadableSpan], path: Path) -> Path:
@@ -51,16 +54,22 @@ class CapturedStore:
         judge: Any = "rules",
         judge_options: Mapping[str, Any] | None = None,
         labels: str | Path | None = None,
+        logs: Sequence[Any] = (),
     ) -> AnalysisResult:
-        """One analyze run over ``spans`` (everything captured so far) against ``gold``."""
+        """One analyze run over ``spans`` (everything captured so far) and the ``logs`` records emitted
+        beside them (``ReadableLogRecord``s) against ``gold``."""
         self._files += 1
         path = write_traces(spans, self.folder / f"captured-{self._files}.jsonl")
+        files = [path]
+        if logs:
+            files.append(self.folder / f"captured-{self._files}-logs.jsonl")
+            files[-1].write_bytes(encode_logs_line(logs))
         if self.con is None:
             self.con = connect(":memory:")
         return analyze(
             ":memory:",
             gold=gold,
-            traces=[path],
+            traces=files,
             judge=judge,
             judge_options=judge_options,
             labels=labels,

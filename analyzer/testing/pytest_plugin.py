@@ -2,8 +2,11 @@
 
 - the ``citeline`` fixture captures the spans of the code under test in
   memory (whatever ``configure()`` the app did at import), per test, with
-  sequential ids; ``citeline.analyze(gold=...)`` runs the real analyzer on them
-  into a store in memory and returns its ``AnalysisResult``;
+  sequential ids: citeline's decorators' and those an instrumentor
+  (OpenInference, OpenTelemetry GenAI) makes on ``handle.provider`` or the
+  global tracer provider, none of which reach the app's exporters;
+  ``citeline.analyze(gold=...)`` runs the real analyzer on them into a
+  store in memory and returns its ``AnalysisResult``;
   ``citeline.assert_ok()`` / ``assert_buckets({...})`` / ``check([...])``
   fail with every claim not as expected (bucket, stage, reason, span);
 - ``@pytest.mark.citeline(gold="gold.yaml", fail_on=["grounding>0"])`` on a
@@ -86,11 +89,11 @@ class CitelineFixture:
 
     # --- capture ---------------------------------------------------------------------------
     def spans(self) -> list[ReadableSpan]:
-        """Every citeline span the test has produced so far, in the order they ended."""
+        """Every span the test has produced so far (citeline's and the instrumentors'), in the order they ended."""
         return self._captured.spans()
 
     def clear(self) -> None:
-        """Forget the spans captured so far (the next analysis sees only what comes after)."""
+        """Forget the spans (and log records) captured so far (the next analysis sees only what comes after)."""
         self._captured.clear()
 
     # --- analysis ----------------------------------------------------------------------------
@@ -119,10 +122,18 @@ class CitelineFixture:
         spans = self.spans()
         if not spans:
             raise AssertionError(
-                "citeline: no citeline span was captured in this test: did the code under test call a "
-                "decorated stage inside request(...)?"
+                "citeline: no span was captured in this test: did the code under test call a decorated stage "
+                "inside request(...), or a framework whose instrumentor was given handle.provider or the global "
+                "tracer provider? (with no SDK tracer provider set, OpenTelemetry drops an instrumentor's spans)"
             )
-        result = self.store.analyze(spans, self._gold(gold), judge=judge, judge_options=judge_options, labels=labels)
+        result = self.store.analyze(
+            spans,
+            self._gold(gold),
+            judge=judge,
+            judge_options=judge_options,
+            labels=labels,
+            logs=self._captured.log_records(),
+        )
         self.last = result
         self._record(result)
         return result
@@ -213,7 +224,8 @@ class CitelineFixture:
 
 @pytest.fixture
 def citeline(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CitelineFixture]:
-    """Capture this test's citeline spans in memory and analyze them: ``citeline.analyze(gold=...)``."""
+    """Capture this test's spans in memory (citeline's and the app's instrumentors') and analyze them:
+    ``citeline.analyze(gold=...)``."""
     from citeline.instrumentation.testing import capture
 
     with capture() as captured:
