@@ -120,3 +120,34 @@ def test_a_real_zero_code_langchain_app_captured_by_the_harness_capture(tmp_path
         "generation": "no decorator wraps the generation step (the trace has an OpenInference LLM span, "
         "ScriptedChat): add @generation to the function that calls the model and returns its answer",
     }
+
+
+@pytest.mark.slow  # LangChain and its instrumentor imported (~2 s), 11 perturbations x 1 case
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # the instrumentor's own
+def test_perturb_on_a_zero_code_app_says_per_stage_which_decorator_would_reach_it(tmp_path: Path) -> None:
+    # never "not seen" (that would blame a decorator that is not there) and never "n/a" (the step is there:
+    # the harness cannot reach it): "unreachable", naming the instrumentor span and the decorator
+    needs("langchain_core", "LangChain")
+    needs("openinference.instrumentation.langchain", "LangChain's OpenInference instrumentor")
+    from citeline.analyzer.testing import perturb
+    from citeline.examples.demo import gold_path
+    from tests.oi_apps import SCENARIOS, run_langchain
+
+    handle = configure("zero-code-app", trace_dir=tmp_path / "traces", tracer_provider=TracerProvider())
+    try:
+        result = perturb(lambda case: run_langchain(SCENARIOS["ok"], handle.provider), gold_path(), cases=["refund-*"])
+    finally:
+        handle.shutdown()
+    assert {s: v.verdict for s, v in result.stages.items()} == dict.fromkeys(
+        ["retrieval", "context", "generation", "resolution", "render"], "unreachable"
+    )
+    assert result.stages["retrieval"].note == (
+        "no decorator wraps the retrieval step (the trace has an OpenInference RETRIEVER span, KeywordRetriever): "
+        "add @retrieval to the function that returns the documents"
+    )
+    assert result.stages["render"].note == (
+        "no decorator wraps the render step (no span of the trace records it): add @render to the function that "
+        "builds the citations the user sees"
+    )
+    assert {c.status for c in result.cells if c.perturbation != "retrieval.supersede"} == {"n/a"}
+    assert not list((tmp_path / "traces").glob("*.jsonl"))  # the app's own exporter got none of it

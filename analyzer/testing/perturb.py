@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -25,6 +25,7 @@ from citeline.analyzer.store import STAGES
 from citeline.analyzer.testing.captured import CapturedStore
 from citeline.analyzer.testing.perturb_judge import Cell, Run, judge_cells
 from citeline.analyzer.testing.perturbations import CaseContext, Perturbation, renumber, select
+from citeline.analyzer.testing.reach import unreachable_stages
 from citeline.instrumentation import schema as K
 from citeline.instrumentation.testing import Captured, capture, perturbing
 
@@ -60,6 +61,15 @@ def gold_cases(gold: str | Path) -> list[Case]:
     if loaded.unreadable is not None:
         raise PerturbError(f"{gold}: cannot read the gold set: {loaded.unreadable}")
     return [Case.of(c) for c in loaded.cases.values()]
+
+
+@dataclass
+class Matrix:
+    """What the calls of one perturbation run left: the runs, and the spans and log records by trace id."""
+
+    runs: list[Run]
+    spans: dict[str, list[Any]]
+    logs: dict[str, list[Any]]
 
 
 @dataclass
@@ -151,10 +161,17 @@ class PerturbError(Exception):
 
 
 def _trace_of(spans: Sequence[Any], since: int) -> tuple[str | None, str]:
-    requests = [s for s in spans[since:] if (s.attributes or {}).get(K.CL_STAGE) == "request"]
-    if len(requests) != 1:
-        return None, f"the app made {len(requests)} request(s) for one case; open exactly one request(...) per call"
-    return f"{requests[0].context.trace_id:032x}", ""
+    """The trace one call of the app left: its one ``request(...)``, or, for a zero-code app that opens
+    none, the one trace its instrumentor's spans make."""
+    new = spans[since:]
+    requests = [s for s in new if (s.attributes or {}).get(K.CL_STAGE) == "request"]
+    if len(requests) == 1:
+        return f"{requests[0].context.trace_id:032x}", ""
+    traces = {s.context.trace_id for s in new}
+    if not requests and len(traces) == 1:
+        return f"{traces.pop():032x}", ""
+    made = f"{len(requests)} request(s)" if requests else f"{len(traces)} trace(s) and no request(...)"
+    return None, f"the app made {made} for one case; open exactly one request(...) per call"
 
 
 def _perturbed_gold(gold: GoldSet, contexts: dict[str, CaseContext], folder: Path) -> Path:
@@ -241,14 +258,15 @@ def perturb(
         picked, not_perturbed = (
             _ok_only(app, picked, contexts, folder, Path(str(gold)), judge) if ok_only else (picked, {})
         )
-        runs, by_trace = _run_matrix(app, picked, contexts, chosen)
-        rows = _claim_rows(store, runs, by_trace, Path(str(gold)), _perturbed_gold(gold_set, contexts, folder), judge)
+        matrix = _run_matrix(app, picked, contexts, chosen)
+        rows = _claim_rows(store, matrix, Path(str(gold)), _perturbed_gold(gold_set, contexts, folder), judge)
     finally:
         store.close()
         if own_dir is not None:
             own_dir.cleanup()
+    runs, by_trace = matrix.runs, matrix.spans
     cells, baseline = judge_cells(runs, rows, _changed_spans(by_trace), spans_by_trace=by_trace)
-    verdicts = _verdicts(chosen, cells, _unrecorded(runs, by_trace))
+    verdicts = _verdicts(chosen, cells, _unrecorded(runs, by_trace), unreachable_stages(by_trace, STAGES))
     return PerturbResult(
         gold=str(gold),
         cases=[c.case_id for c in picked],
@@ -305,13 +323,15 @@ def _ok_only(
 ) -> tuple[list[GoldCase], dict[str, list[str]]]:
     """``ok_only``: each case's baseline run and analyzed first; the cases whose baseline is all ok (to
     perturb; the matrix runs their baseline again), and the others with what is not ok in each."""
-    runs, by_trace = _run_matrix(app, picked, contexts, [])
-    spans = [s for group in by_trace.values() for s in group]
+    matrix = _run_matrix(app, picked, contexts, [])
+    runs = matrix.runs
+    spans = [s for group in matrix.spans.values() for s in group]
+    logs = [r for group in matrix.logs.values() for r in group]
     rows: dict[str, list[dict[str, Any]]] = {}
     store = CapturedStore(folder / "ok-only")  # its own: the matrix's capture numbers its traces from 1 again
     try:
         if spans:
-            for r in store.analyze(spans, gold, judge=judge).claims.to_dicts():
+            for r in store.analyze(spans, gold, judge=judge, logs=logs).claims.to_dicts():
                 rows.setdefault(r["trace_id"], []).append(r)
     finally:
         store.close()
@@ -336,18 +356,22 @@ def _run_matrix(
     picked: Sequence[GoldCase],
     contexts: dict[str, CaseContext],
     chosen: Sequence[Perturbation],
-) -> tuple[list[Run], dict[str, list[Any]]]:
-    """Each case as is, then under each perturbation, in one capture; the runs and the spans by trace id."""
+) -> Matrix:
+    """Each case as is, then under each perturbation, in one capture."""
     runs: list[Run] = []
     with capture() as cap:
         for case in picked:
             for p in (None, *chosen):
                 runs.append(_run_cell(app, case, contexts[case.case_id], p, cap))
         spans = cap.spans()
+        records = cap.log_records()
     by_trace: dict[str, list[Any]] = {}
     for s in spans:
         by_trace.setdefault(f"{s.context.trace_id:032x}", []).append(s)
-    return runs, by_trace
+    logs: dict[str, list[Any]] = {}
+    for r in records:
+        logs.setdefault(f"{getattr(r.log_record, 'trace_id', 0) or 0:032x}", []).append(r)
+    return Matrix(runs, by_trace, logs)
 
 
 def _run_cell(
@@ -373,22 +397,20 @@ def _run_cell(
 
 
 def _claim_rows(
-    store: CapturedStore,
-    runs: Sequence[Run],
-    by_trace: dict[str, list[Any]],
-    gold: Path,
-    superseded_gold: Path,
-    judge: Any,
+    store: CapturedStore, matrix: Matrix, gold: Path, superseded_gold: Path, judge: Any
 ) -> dict[str, list[dict[str, Any]]]:
     """The claim rows of every trace, by trace id: the supersede cells against the gold set with the newer
     versions in force, the others against the gold set as it is."""
+    runs = matrix.runs
     superseded = {r.trace_id for r in runs if r.trace_id and r.perturbation and r.perturbation.name == SUPERSEDE}
-    plain = [s for tid, group in by_trace.items() if tid not in superseded for s in group]
+    plain = [tid for tid in matrix.spans if tid not in superseded]
     rows: dict[str, list[dict[str, Any]]] = {}
-    for subset, gold_path in ((plain, gold), ([s for tid in superseded for s in by_trace[tid]], superseded_gold)):
+    for traces, gold_path in ((plain, gold), (sorted(superseded), superseded_gold)):
+        subset = [s for tid in traces for s in matrix.spans.get(tid, [])]
         if not subset:
             continue
-        result = store.analyze(subset, gold_path, judge=judge)
+        logs = [r for tid in traces for r in matrix.logs.get(tid, [])]
+        result = store.analyze(subset, gold_path, judge=judge, logs=logs)
         for r in result.claims.to_dicts():
             rows.setdefault(r["trace_id"], []).append(r)
     return rows
@@ -438,7 +460,10 @@ def _not_applicable(cells: Sequence[Cell]) -> str:
 
 
 def _verdicts(
-    chosen: Sequence[Perturbation], cells: Sequence[Cell], unrecorded: Sequence[str]
+    chosen: Sequence[Perturbation],
+    cells: Sequence[Cell],
+    unrecorded: Sequence[str],
+    unreachable: Mapping[str, str] | None = None,
 ) -> dict[str, StageVerdict]:
     out: dict[str, StageVerdict] = {}
     for stage in STAGES:
@@ -448,7 +473,9 @@ def _verdicts(
         all_cells = [c for c in cells if c.perturbation in judged]
         mine = [c for c in all_cells if c.status in ("holds", "differs", "error")]
         bad = [c for c in mine if c.status != "holds"]
-        if not mine:
+        if not mine and stage in (unreachable or {}):
+            verdict = StageVerdict(stage, "unreachable", [], 0, (unreachable or {})[stage])
+        elif not mine:
             verdict = StageVerdict(stage, "n/a", [], 0, _not_applicable(all_cells))
         else:
             verdict = StageVerdict(stage, "not seen" if bad else "seen", bad, len(mine))

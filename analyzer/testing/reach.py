@@ -75,6 +75,8 @@ def unreachable_stages(spans_by_trace: Mapping[str, Sequence[Any]], stages: Iter
             if found is not None:
                 stand_in.setdefault(found[0], (found[1], span.name))
     notes: dict[str, str] = {}
+    if not any(spans_by_trace.values()):
+        return notes  # no call left a trace: nothing says what wraps what
     for stage in stages:
         if stage in decorated or stage not in DECORATOR:
             continue
