@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from citeline.instrumentation import configure
 from tests.conftest import read_trace_files
 from tests.phoenix_server import PhoenixServer, wait_for_spans
 
@@ -206,3 +207,49 @@ def test_shutdown_is_bounded_when_the_endpoint_never_answers(
     assert timing["served"] < 5.0  # the request path never waits on the exporter
     assert bound - 0.5 < timing["shutdown"] < bound + 1.5
     assert f"did not finish within {bound:.1f} s" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("service", "project", "env", "landed"),
+    [
+        ("policy-bot", None, {}, {"service.name": "policy-bot", "openinference.project.name": "policy-bot"}),
+        ("policy-bot", "rag-eval", {}, {"service.name": "policy-bot", "openinference.project.name": "rag-eval"}),
+        (None, None, {"OTEL_SERVICE_NAME": "svc"}, {"service.name": "svc", "openinference.project.name": "svc"}),
+        (
+            "policy-bot",
+            None,
+            {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=from-env"},
+            {"service.name": "policy-bot", "openinference.project.name": "from-env"},
+        ),
+        (
+            "policy-bot",
+            "given",
+            {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=from-env"},
+            {"service.name": "policy-bot", "openinference.project.name": "given"},
+        ),
+        (None, None, {}, {}),  # no project: Phoenix's default one
+    ],
+)
+def test_the_phoenix_project_is_project_else_the_service_name(
+    service: str | None,
+    project: str | None,
+    env: dict[str, str],
+    landed: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/phoenix.md "Which project spans land in": the resource of a provider configure() makes."""
+    from citeline.instrumentation._config import _resource
+
+    for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    attrs = dict(_resource(service, project).attributes)
+    named = str(attrs.pop("service.name"))
+    assert named == landed.pop("service.name") if "service.name" in landed else named.startswith("unknown_service")
+    assert {k: v for k, v in attrs.items() if k == "openinference.project.name"} == landed
+
+
+def test_an_empty_project_is_refused_at_setup() -> None:
+    with pytest.raises(ValueError, match=r"configure\(project=\.\.\.\) must be a non-empty string"):
+        configure("policy-bot", project=" ")
