@@ -126,13 +126,16 @@ def test_the_markdown_report_renders_no_markup_link_or_image_from_a_trace(
     page = _gfm(text)
     assert "<script" not in page and "<img" not in page and "<b>" not in page and "<i>" not in page
     hrefs = re.findall(r'href="([^"]*)"', page)
-    assert all(h.startswith("http://127.0.0.1:6006/redirects/spans/") for h in hrefs), hrefs
-    assert all(is_span_id(h.rsplit("/", 1)[1]) for h in hrefs)
-    # every row of the failing-claims table keeps its seven cells, basis among them (a pipe in an id or a claim
+    spans = [h for h in hrefs if h.startswith("http://127.0.0.1:6006/redirects/spans/")]
+    traces = [h for h in hrefs if h.startswith("http://127.0.0.1:6006/redirects/traces/")]
+    assert spans and traces and len(spans) + len(traces) == len(hrefs), hrefs
+    assert all(is_span_id(h.rsplit("/", 1)[1]) for h in spans)
+    assert all(is_trace_id(h.rsplit("/", 1)[1]) for h in traces)
+    # every row of the failing-claims table keeps its eight cells, basis among them (a pipe in an id or a claim
     # splits none)
     table = page[page.index("<th>reason</th>") :]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
-    assert rows and all(r.count("<td") == 7 for r in rows), rows
+    assert rows and all(r.count("<td") == 8 for r in rows), rows
     # the text is still there, shown as written
     assert html.escape(CASE) in page or "evil|&lt;b&gt;case&lt;/b&gt;" in page
     assert "\x1b" not in text
