@@ -184,15 +184,17 @@ def test_ids_and_escapers() -> None:
 
 @pytest.mark.integration
 def test_annotate_never_writes_onto_an_id_that_is_no_span_id(store: Path, phoenix: Any) -> None:
-    from citeline.analyzer.phoenix.annotate import annotate
+    from citeline.analyzer.phoenix.annotate import SpansNotInPhoenix, annotate
     from citeline.analyzer.reports.report import resolve_run
     from citeline.analyzer.store import connect
 
     con = connect(store)
     try:
         run_id, _ = resolve_run(con, None)
-        report = annotate(con, phoenix.url, run_id)
+        with pytest.raises(SpansNotInPhoenix) as raised:  # the store's traces were never sent to this Phoenix
+            annotate(con, phoenix.url, run_id)
     finally:
         con.close()
+    report = raised.value.report
     assert report.invalid_spans == [BAD_SPAN]
     assert BAD_SPAN not in report.missing_spans  # never sent: skipped before any request
