@@ -26,7 +26,7 @@ import duckdb
 import pytest
 
 from citeline.examples.demo import SCENARIOS, gold_path
-from tests.browser import chromium, screenshot
+from tests.browser import ARTIFACTS, chromium
 from tests.phoenix_server import PhoenixServer, fetch_spans, wait_for_spans
 
 pytestmark = pytest.mark.integration
@@ -179,6 +179,15 @@ def test_readmes_phoenix_commands_run_as_written(phoenix: PhoenixServer, tmp_pat
     assert f"run {run_id}: 21 annotation(s) named 'citeline' written in 1 batch(es)" in outs[2]
 
 
+def _look(profile: Path, url: str, name: str) -> tuple[str, Path]:
+    """One Chromium visit: the page's DOM once its scripts ran, and its screenshot ``test-artifacts/<name>``."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / name
+    shot.unlink(missing_ok=True)
+    dom = chromium(profile, "--dump-dom", f"--screenshot={shot}", "--window-size=1400,900", url, wait_ms=20000)
+    return dom.stdout, shot
+
+
 GROUNDING_FILTER = re.compile(r"^\| grounding \| `(annotations\['citeline'\][^`]*)` \|", re.M)
 
 
@@ -195,7 +204,8 @@ def test_the_documented_bucket_filter_lists_the_runs_spans_and_a_span_shows_its_
     page = f"{phoenix.url}/projects/{_project_id(phoenix.url, 'demo-35')}/spans?" + urllib.parse.urlencode(
         {"spanFilterCondition": condition}
     )
-    dom = chromium(tmp_path / "profile", "--dump-dom", page, wait_ms=20000).stdout
+    dom, listed = _look(tmp_path / "profile", page, "phoenix-grounding-filter.png")
+    assert listed.stat().st_size > 20_000
     table = dom[dom.index("<table") : dom.index("</table>")]
     rows = re.findall(r"<tr data-selected[^>]*>(.*?)</tr>", table, re.S)
     # each row links to its span by Phoenix's node id ("Span:<row>"): resolve it to the OTel span id
@@ -208,17 +218,14 @@ def test_the_documented_bucket_filter_lists_the_runs_spans_and_a_span_shows_its_
         for n in nodes
     ]
     assert sorted(shown) == sorted(want)  # exactly the run's grounding spans, the root preset cleared
-    listed = screenshot(tmp_path / "profile", page, "phoenix-grounding-filter.png", size="1400,900", wait_ms=20000)
-    assert listed.stat().st_size > 20_000
     # open the first listed span by its link (the one citeline's reports print): it shows the citeline chip,
     # which reads the bucket
     opened = f"{phoenix.url}/redirects/spans/{shown[0]}"
-    span_dom = chromium(tmp_path / "profile", "--dump-dom", opened, wait_ms=20000).stdout
+    span_dom, shot = _look(tmp_path / "profile", opened, "phoenix-grounding-span.png")
+    assert shot.stat().st_size > 20_000
     assert shown[0] in span_dom
     badge = span_dom[span_dom.index('annotation-summary-badge__name">citeline<') :][:2000]
     assert "grounding" in badge, badge
-    shot = screenshot(tmp_path / "profile", opened, "phoenix-grounding-span.png", size="1400,900", wait_ms=20000)
-    assert shot.stat().st_size > 20_000
     # TODO(lead, after merging issue 35 items 4-5): a deep link annotate prints opens this filtered list:
     #   link = next(x for x in _printed.splitlines() if "spanFilterCondition=" in x and "grounding" in x)
     #   and the chip's explanation holds the claim text:
