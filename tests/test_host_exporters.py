@@ -253,3 +253,34 @@ def test_the_phoenix_project_is_project_else_the_service_name(
 def test_an_empty_project_is_refused_at_setup() -> None:
     with pytest.raises(ValueError, match=r"configure\(project=\.\.\.\) must be a non-empty string"):
         configure("policy-bot", project=" ")
+
+
+JOINED_PROJECT = textwrap.dedent(
+    """
+    import sys
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from citeline.instrumentation import configure
+
+    trace.set_tracer_provider(TracerProvider(resource=Resource.create({"openinference.project.name": "theirs"})))
+    configure(trace_dir=sys.argv[1]).shutdown()  # no project named: nothing to say
+    configure(project="theirs", trace_dir=sys.argv[1]).shutdown()  # the one it has: nothing to say
+    configure(project="mine", trace_dir=sys.argv[1]).shutdown()
+    """
+)
+
+
+def test_a_joined_provider_keeps_its_project_and_configure_says_so_once(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", JOINED_PROJECT, str(tmp_path / "t")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert [line for line in out.stderr.splitlines() if "project" in line] == [
+        "citeline: the tracer provider's resource (openinference.project.name='theirs') cannot change, so its spans "
+        "do not land in project='mine'; name the project where that provider is made "
+        "(phoenix.otel.register(project_name=...))"
+    ]
