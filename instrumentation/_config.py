@@ -205,16 +205,6 @@ def _add_processor(provider: Any, processor: SpanProcessor) -> None:
         provider.add_span_processor(processor)
 
 
-def _env_endpoint() -> str | None:
-    traces = settings.OTLP_TRACES_ENDPOINT.get()
-    if traces:
-        return traces
-    base = settings.OTLP_ENDPOINT.get()
-    if base:
-        return base.rstrip("/") + "/v1/traces"
-    return None
-
-
 def _logs_endpoint(traces_endpoint: str) -> str | None:
     """Where log records go when spans go to ``traces_endpoint``: the standard
     ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT``, else the same collector's ``/v1/logs`` (the traces URL's
@@ -242,6 +232,17 @@ def _logger_provider(given: Any, tracer_given: bool, provider: Any) -> tuple[Any
     return LoggerProvider(resource=resource if isinstance(resource, Resource) else Resource.create({})), True
 
 
+def _resource(service_name: str | None, project: str | None) -> Resource:
+    """The resource of a provider configure() makes: the service name, and the Phoenix project
+    (``project``, else an ``openinference.project.name`` from ``OTEL_RESOURCE_ATTRIBUTES``, else the
+    service name the resource ends up with, given or from ``OTEL_SERVICE_NAME``)."""
+    resource = Resource.create({"service.name": service_name} if service_name else {})
+    named = project
+    if named is None and K.OI_PROJECT_NAME not in resource.attributes:
+        named = service_name or settings.SERVICE_NAME.get()
+    return resource.merge(Resource({K.OI_PROJECT_NAME: named})) if named else resource
+
+
 def _span_attribute_limit(provider: Any) -> int:
     limits = getattr(provider, "_span_limits", None)
     value = getattr(limits, "max_span_attributes", None)
@@ -261,6 +262,7 @@ def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyw
     shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
     record_logs: bool = True,
     logger_provider: LoggerProvider | None = None,
+    project: str | None = None,
 ) -> Citeline:
     """Send citeline spans, and the log records instrumentors emit, to trace files, an OTLP endpoint, or both.
 
@@ -277,9 +279,17 @@ def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyw
     rule. Hand it to instrumentors as ``logger_provider=``; a global SDK ``LoggerProvider`` is joined,
     else the new one is installed globally (unless ``tracer_provider=`` was given).
     ``record_logs=False`` sets none up.
+
+    The Phoenix project the spans land in is ``project``, else the service name (``service_name``,
+    else ``OTEL_SERVICE_NAME``), written as the resource attribute ``openinference.project.name``
+    (an ``openinference.project.name`` in ``OTEL_RESOURCE_ATTRIBUTES`` wins over the service name,
+    not over ``project``); with neither, Phoenix's ``default`` project. A joined provider keeps
+    its own resource, hence its own project.
     """
     if service_name is not None and not isinstance(service_name, str):
         raise TypeError("configure(service_name=...) must be a string such as 'policy-bot'")
+    if project is not None and not (isinstance(project, str) and project.strip()):
+        raise ValueError("configure(project=...) must be a non-empty string such as 'policy-bot' (the Phoenix project)")
     if otlp_endpoint is not None and not (
         isinstance(otlp_endpoint, str) and otlp_endpoint.startswith(("http://", "https://"))
     ):
@@ -297,7 +307,7 @@ def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyw
             "(opentelemetry.sdk._logs.LoggerProvider), the one the app's instrumentors are given"
         )
     if trace_dir is None and otlp_endpoint is None:
-        otlp_endpoint = _env_endpoint()
+        otlp_endpoint = settings.otlp_traces_endpoint()
         if otlp_endpoint is None:
             trace_dir = DEFAULT_TRACE_DIR
     directory = Path(trace_dir) if trace_dir is not None else None
@@ -315,8 +325,7 @@ def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyw
         if isinstance(current, TracerProvider) or hasattr(current, "add_span_processor"):
             provider = current  # join, do not replace
         else:
-            attrs = {"service.name": service_name} if service_name else {}
-            provider = TracerProvider(resource=Resource.create(attrs))
+            provider = TracerProvider(resource=_resource(service_name, project))
             owns = True
 
     handle = Citeline(
@@ -360,7 +369,20 @@ def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyw
             export_timeout,
             shutdown_timeout,
         )
-    if not owns and service_name and tracer_provider is None:
+    if not owns:
+        _say_what_a_joined_provider_keeps(provider, service_name if tracer_provider is None else None, project)
+
+    _settings.tracer = provider.get_tracer(SCOPE_NAME, scope_version())
+    _settings.record_content = record_content
+    _settings.max_attributes = _span_attribute_limit(provider)
+    _settings.service_name = service_name or settings.SERVICE_NAME.get()
+    _settings.handle = handle
+    return handle
+
+
+def _say_what_a_joined_provider_keeps(provider: Any, service_name: str | None, project: str | None) -> None:
+    """A joined provider's resource cannot change: log once when it names another service or project."""
+    if service_name:
         kept = getattr(getattr(provider, "resource", None), "attributes", {}).get("service.name")
         if kept != service_name:
             _guard.log.warning(
@@ -370,13 +392,16 @@ def configure(  # noqa: C901, PLR0912, PLR0913 - the public setup call: one keyw
                 service_name,
                 K.CL_SERVICE,
             )
-
-    _settings.tracer = provider.get_tracer(SCOPE_NAME, scope_version())
-    _settings.record_content = record_content
-    _settings.max_attributes = _span_attribute_limit(provider)
-    _settings.service_name = service_name or settings.SERVICE_NAME.get()
-    _settings.handle = handle
-    return handle
+    if project is not None:
+        kept = getattr(getattr(provider, "resource", None), "attributes", {}).get(K.OI_PROJECT_NAME)
+        if kept != project:
+            _guard.log.warning(
+                "citeline: the tracer provider's resource (%s=%r) cannot change, so its spans do not land in "
+                "project=%r; name the project where that provider is made (phoenix.otel.register(project_name=...))",
+                K.OI_PROJECT_NAME,
+                kept,
+                project,
+            )
 
 
 def _set_up_logs(

@@ -217,6 +217,8 @@ CL_REN_VERSION: Final = "citeline.render.version"
 """Version behind the label, '' when unknown (string array)."""
 
 # --- OpenInference -----------------------------------------------------------------
+OI_PROJECT_NAME: Final = "openinference.project.name"
+"""Resource attribute: the Phoenix project spans land in (configure(project=...), else the service name)."""
 OI_SPAN_KIND: Final = "openinference.span.kind"
 """OpenInference span kind, an :class:`OpenInferenceSpanKind` (:data:`STAGE_KIND` says which stage has which)."""
 OI_INPUT_VALUE: Final = "input.value"

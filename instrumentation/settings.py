@@ -47,13 +47,14 @@ class Variable(Generic[D]):
 # --- read by citeline.instrumentation ------------------------------------------------------
 OTLP_TRACES_ENDPOINT: Final = Variable(
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "configure()",
-    "the OTLP/HTTP traces URL spans go to when configure() is given neither trace_dir nor otlp_endpoint",
+    "configure(), citeline demo",
+    "the OTLP/HTTP traces URL spans go to when configure() is given neither trace_dir nor otlp_endpoint "
+    "(citeline demo: beside its files, when no Phoenix URL is given)",
     None,
 )
 OTLP_ENDPOINT: Final = Variable(
     "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "configure()",
+    "configure(), citeline demo",
     "the OTLP/HTTP base URL (/v1/traces is appended) when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is unset; "
     "with neither, spans go to files in ./traces",
     None,
@@ -61,8 +62,8 @@ OTLP_ENDPOINT: Final = Variable(
 SERVICE_NAME: Final = Variable(
     "OTEL_SERVICE_NAME",
     "configure()",
-    "the service name when configure() is given none: the trace files' prefix (else 'citeline') and "
-    "citeline.request.service",
+    "the service name when configure() is given none: the trace files' prefix (else 'citeline'), "
+    "citeline.request.service and the Phoenix project when configure() names none",
     None,
 )
 STRICT: Final = Variable(
@@ -136,9 +137,21 @@ OTLP_LOGS_HEADERS: Final = Variable(
 PHOENIX_URL: Final = Variable(
     "CITELINE_PHOENIX_URL",
     "the command line",
-    "the Phoenix URL analyze and report link each failing claim to when --phoenix is not given",
+    "the Phoenix URL analyze and report link each failing claim to, and citeline demo sends its spans to "
+    "and annotates, when --phoenix is not given",
     None,
 )
+
+
+def otlp_traces_endpoint() -> str | None:
+    """Where OTLP/HTTP spans go by the standard variables: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+    OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended; None with neither."""
+    traces = OTLP_TRACES_ENDPOINT.get()
+    if traces:
+        return traces
+    base = OTLP_ENDPOINT.get()
+    return base.rstrip("/") + "/v1/traces" if base else None
+
 
 VARIABLES: Final[tuple[Variable[str] | Variable[None], ...]] = (
     OTLP_TRACES_ENDPOINT,

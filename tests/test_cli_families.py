@@ -99,7 +99,7 @@ def _traces_without_a_request_span(where: Path) -> Path:
 
 
 RULE = [
-    # run: analyze, rejudge, demo
+    # run: analyze, rejudge; demo
     ("analyze --db {missing}", UNUSABLE, "analyze needs a gold set (--gold FILE), a corpus"),
     ("analyze --gold {missing} --db {store}", UNUSABLE, "does not exist; pass --gold FILE"),
     ("analyze --gold {gold} --db {store} --judge-option x", UNUSABLE, "--judge-option 'x': write KEY=VALUE"),
@@ -110,6 +110,8 @@ RULE = [
     ("rejudge --db {missing}", UNUSABLE, "no store at"),
     ("rejudge --db {store} --run nosuch", UNUSABLE, "nosuch"),
     ("demo --fix nosuch --traces {out}.traces --db {out}.3.duckdb", UNUSABLE, "no broken scenario 'nosuch'"),
+    # a wrong Phoenix stops the demo before the app runs
+    ("demo --phoenix {closed} --traces {out}.6.traces --db {out}.6.duckdb", UNUSABLE, "cannot reach Phoenix at"),
     # reports
     ("report --db {missing}", UNUSABLE, "no store at"),
     ("report --db {store} --run nosuch", UNUSABLE, "nosuch"),

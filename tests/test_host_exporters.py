@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from citeline.instrumentation import configure
 from tests.conftest import read_trace_files
 from tests.phoenix_server import PhoenixServer, wait_for_spans
 
@@ -206,3 +207,80 @@ def test_shutdown_is_bounded_when_the_endpoint_never_answers(
     assert timing["served"] < 5.0  # the request path never waits on the exporter
     assert bound - 0.5 < timing["shutdown"] < bound + 1.5
     assert f"did not finish within {bound:.1f} s" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("service", "project", "env", "landed"),
+    [
+        ("policy-bot", None, {}, {"service.name": "policy-bot", "openinference.project.name": "policy-bot"}),
+        ("policy-bot", "rag-eval", {}, {"service.name": "policy-bot", "openinference.project.name": "rag-eval"}),
+        (None, None, {"OTEL_SERVICE_NAME": "svc"}, {"service.name": "svc", "openinference.project.name": "svc"}),
+        (
+            "policy-bot",
+            None,
+            {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=from-env"},
+            {"service.name": "policy-bot", "openinference.project.name": "from-env"},
+        ),
+        (
+            "policy-bot",
+            "given",
+            {"OTEL_RESOURCE_ATTRIBUTES": "openinference.project.name=from-env"},
+            {"service.name": "policy-bot", "openinference.project.name": "given"},
+        ),
+        (None, None, {}, {}),  # no project: Phoenix's default one
+    ],
+)
+def test_the_phoenix_project_is_project_else_the_service_name(
+    service: str | None,
+    project: str | None,
+    env: dict[str, str],
+    landed: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/phoenix.md "Which project spans land in": the resource of a provider configure() makes."""
+    from citeline.instrumentation._config import _resource
+
+    for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    attrs = dict(_resource(service, project).attributes)
+    named = str(attrs.pop("service.name"))
+    assert named == landed.pop("service.name") if "service.name" in landed else named.startswith("unknown_service")
+    assert {k: v for k, v in attrs.items() if k == "openinference.project.name"} == landed
+
+
+def test_an_empty_project_is_refused_at_setup() -> None:
+    with pytest.raises(ValueError, match=r"configure\(project=\.\.\.\) must be a non-empty string"):
+        configure("policy-bot", project=" ")
+
+
+JOINED_PROJECT = textwrap.dedent(
+    """
+    import sys
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from citeline.instrumentation import configure
+
+    trace.set_tracer_provider(TracerProvider(resource=Resource.create({"openinference.project.name": "theirs"})))
+    configure(trace_dir=sys.argv[1]).shutdown()  # no project named: nothing to say
+    configure(project="theirs", trace_dir=sys.argv[1]).shutdown()  # the one it has: nothing to say
+    configure(project="mine", trace_dir=sys.argv[1]).shutdown()
+    """
+)
+
+
+def test_a_joined_provider_keeps_its_project_and_configure_says_so_once(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", JOINED_PROJECT, str(tmp_path / "t")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert [line for line in out.stderr.splitlines() if "project" in line] == [
+        "citeline: the tracer provider's resource (openinference.project.name='theirs') cannot change, so its spans "
+        "do not land in project='mine'; name the project where that provider is made "
+        "(phoenix.otel.register(project_name=...))"
+    ]

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from citeline.analyzer.escaping import md
 from citeline.analyzer.store import DEFAULT_DB
 from tests.browser import ARTIFACTS, chromium, screenshot
 
@@ -254,3 +255,44 @@ def test_a_one_day_trend_is_drawn_as_bars() -> None:
     assert bars == [("grounding", "2"), ("uncited", "5")]
     assert "trend-line" not in svg
     assert re.findall(r'<text class="y-tick"[^>]*>([\d.]+)</text>', svg) == ["0", "1", "2", "3", "4", "5"]
+
+
+@pytest.mark.slow
+def test_every_format_links_each_failing_claim_to_its_span_and_trace(two_nights: Path) -> None:
+    """Issue 35: the table (a span column and a footer with the link base and the filter), Markdown
+    (span and trace links), JSON; each checked as whole rows against the run's failing claims."""
+    url = "http://127.0.0.1:6006"
+    failing = json.loads(cli("report", "--format", "json", "--phoenix", url, cwd=two_nights).stdout)["failing_claims"]
+    assert len(failing) == 20  # the second night: wrong-number fixed
+    for f in failing:
+        assert (f["span_url"], f["trace_url"]) == (
+            f"{url}/redirects/spans/{f['span_id']}",
+            f"{url}/redirects/traces/{f['trace_id']}",
+        )
+    page = cli("report", "--format", "markdown", "--phoenix", url, cwd=two_nights).stdout
+    rows = page[page.index("### Failing claims") :].split("\n")[2:]
+    assert rows[:2] == [
+        "| case | claim | bucket | basis | stage | reason | span | trace |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    assert rows[2 : 2 + len(failing)] == [
+        "| "
+        + " | ".join(md(v) for v in (f["case_id"], f["gold_claim_id"] or f["claim_text"], f["bucket"], f["basis"]))
+        + f" | {md(f['stage'])} | {md(f['reason'])} | [{f['span_id']}]({f['span_url']}) | "
+        f"[{f['trace_id']}]({f['trace_url']}) |"
+        for f in failing
+    ]
+    table = cli("report", "--phoenix", url, cwd=two_nights).stdout
+    body = table[table.index("failing claims (20 of 20)") : table.index("since the previous run")].split("\n")
+    cells = [[c.strip() for c in line.strip("│").split("│")] for line in body if line.startswith("│")]
+    assert cells == [
+        [f["case_id"], f["gold_claim_id"] or f["claim_text"], f["bucket"], f["stage"], f["span_id"]] for f in failing
+    ]
+    footer = body[body.index(next(line for line in body if line.startswith("└"))) + 1 :][:2]
+    assert footer == [
+        f"open a failure in Phoenix: {url}/redirects/spans/SPAN (its trace: {url}/redirects/traces/TRACE)",
+        "a bucket's spans, after citeline annotate: Phoenix's Spans tab, filter "
+        "annotations['citeline'].label == 'BUCKET' (docs/phoenix.md)",
+    ]
+    plain = cli("report", cwd=two_nights).stdout  # no Phoenix named: the span ids, no footer
+    assert "failing claims (20 of 20)" in plain and "open a failure in Phoenix" not in plain

@@ -126,13 +126,16 @@ def test_the_markdown_report_renders_no_markup_link_or_image_from_a_trace(
     page = _gfm(text)
     assert "<script" not in page and "<img" not in page and "<b>" not in page and "<i>" not in page
     hrefs = re.findall(r'href="([^"]*)"', page)
-    assert all(h.startswith("http://127.0.0.1:6006/redirects/spans/") for h in hrefs), hrefs
-    assert all(is_span_id(h.rsplit("/", 1)[1]) for h in hrefs)
-    # every row of the failing-claims table keeps its seven cells, basis among them (a pipe in an id or a claim
+    spans = [h for h in hrefs if h.startswith("http://127.0.0.1:6006/redirects/spans/")]
+    traces = [h for h in hrefs if h.startswith("http://127.0.0.1:6006/redirects/traces/")]
+    assert spans and traces and len(spans) + len(traces) == len(hrefs), hrefs
+    assert all(is_span_id(h.rsplit("/", 1)[1]) for h in spans)
+    assert all(is_trace_id(h.rsplit("/", 1)[1]) for h in traces)
+    # every row of the failing-claims table keeps its eight cells, basis among them (a pipe in an id or a claim
     # splits none)
     table = page[page.index("<th>reason</th>") :]
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
-    assert rows and all(r.count("<td") == 7 for r in rows), rows
+    assert rows and all(r.count("<td") == 8 for r in rows), rows
     # the text is still there, shown as written
     assert html.escape(CASE) in page or "evil|&lt;b&gt;case&lt;/b&gt;" in page
     assert "\x1b" not in text
@@ -181,15 +184,17 @@ def test_ids_and_escapers() -> None:
 
 @pytest.mark.integration
 def test_annotate_never_writes_onto_an_id_that_is_no_span_id(store: Path, phoenix: Any) -> None:
-    from citeline.analyzer.phoenix.annotate import annotate
+    from citeline.analyzer.phoenix.annotate import SpansNotInPhoenix, annotate
     from citeline.analyzer.reports.report import resolve_run
     from citeline.analyzer.store import connect
 
     con = connect(store)
     try:
         run_id, _ = resolve_run(con, None)
-        report = annotate(con, phoenix.url, run_id)
+        with pytest.raises(SpansNotInPhoenix) as raised:  # the store's traces were never sent to this Phoenix
+            annotate(con, phoenix.url, run_id)
     finally:
         con.close()
+    report = raised.value.report
     assert report.invalid_spans == [BAD_SPAN]
     assert BAD_SPAN not in report.missing_spans  # never sent: skipped before any request

@@ -11,11 +11,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from citeline.analyzer.cli import export, gold, labels, perturb, phoenix, reports, run
+from citeline.analyzer.cli import demo, export, gold, labels, perturb, phoenix, reports, run
 from citeline.analyzer.cli.errors import UNUSABLE, UNUSABLE_INPUT, CliError, err
 from citeline.analyzer.cli.options import DOCS, check_paths
 
-FAMILIES = (run, reports, phoenix, export, gold, labels, perturb)
+FAMILIES = (demo, run, reports, phoenix, export, gold, labels, perturb)
 """The command families, in the order ``citeline --help`` lists their commands."""
 
 

@@ -1,9 +1,8 @@
-"""``citeline analyze``, ``demo`` and ``rejudge``: the commands that make a run and print it."""
+"""``citeline analyze`` and ``rejudge``: the commands that make a run and print it (``demo`` is ``demo.py``)."""
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 from collections.abc import Callable
@@ -26,34 +25,17 @@ from citeline.analyzer.cli.options import (
     require_store,
 )
 from citeline.analyzer.escaping import term
-from citeline.analyzer.reports.report import resolve_run
+from citeline.analyzer.reports.report import phoenix_footer, resolve_run
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
 from citeline.analyzer.run.rejudge import rejudge
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.scaleout.partitioned import Cluster, analyze_partitioned
 from citeline.analyzer.store import BUCKETS
-from citeline.examples.demo import check_fixes, gold_path, run_scenarios
-from citeline.instrumentation import configure
 
 
 def register(add: AddCommand) -> None:
-    """Add ``demo``, ``analyze`` and ``rejudge`` to the parser."""
-    demo = add(
-        "demo",
-        "run the bundled example app over its gold set, analyze it and print the buckets",
-        "citeline demo",
-    )
-    demo.add_argument("--traces", default="citeline-demo-traces", help="folder for the demo's trace files")
-    add_db(demo)
-    add_format(demo, "table", "json")
-    demo.add_argument(
-        "--fix",
-        action="append",
-        metavar="SCENARIO",
-        help="run this broken scenario with its fix (repeatable), e.g. --fix wrong-number",
-    )
-    demo.set_defaults(func=demo_command)
+    """Add ``analyze`` and ``rejudge`` to the parser."""
     _register_analyze(add)
     rj = add(
         "rejudge",
@@ -290,32 +272,15 @@ def print_result(result: AnalysisResult, fmt: str) -> None:
             )
             detail.add_row(*(Text(term(c)) for c in cells))  # reasons hold [brackets]: never markup
         console.print(detail)
+        for line in phoenix_footer(result.phoenix_url):
+            console.print(Text(term(line)))
     if result.skipped:
         console.print(f"[yellow]{result.skipped} input item(s) skipped:[/yellow]")
         for p in [line for skipped, line in result.problem_lines() if skipped][:20]:
             console.print("  " + term(p), markup=False, highlight=False)
 
 
-# --- demo, rejudge ------------------------------------------------------------------------------
-
-
-def demo_command(args: argparse.Namespace) -> int:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
-    trace_dir = Path(args.traces) / f"run-{stamp}"
-    try:  # before anything is configured: a wrong --fix leaves no tracing behind
-        check_fixes(set(args.fix or []))
-    except KeyError as exc:  # --fix names no scenario
-        raise CliError(str(exc.args[0])) from exc
-    handle = configure(service_name="policy-bot", trace_dir=trace_dir)
-    try:
-        run_scenarios(fixed=set(args.fix or []))
-    finally:
-        handle.shutdown()
-    err(f"example app: traces written to {trace_dir}/")
-    result = analyze(args.db, gold=gold_path(), traces=[trace_dir], judge="rules", progress=None)
-    print_result(result, args.format)
-    err(f"store: {args.db} (run {result.run_id})")
-    return DONE
+# --- rejudge ------------------------------------------------------------------------------
 
 
 def rejudge_command(args: argparse.Namespace) -> int:

@@ -21,10 +21,10 @@ from typing import Any
 import duckdb
 
 from citeline.analyzer.escaping import is_span_id
-from citeline.analyzer.phoenix.client import Rest, explain
+from citeline.analyzer.phoenix.client import PhoenixError, Rest, explain
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.targets import foreign_spans
-from citeline.instrumentation.redact import redact_text
+from citeline.instrumentation.redact import redact_text, redact_url
 from citeline.instrumentation.settings import PHOENIX_API_KEY
 
 NAME = "citeline"
@@ -178,6 +178,15 @@ def _batches(items: Sequence[dict[str, Any]], size: int) -> Iterable[Sequence[di
         yield items[i : i + size]
 
 
+class SpansNotInPhoenix(PhoenixError):
+    """Nothing was written because no span of the run is in that Phoenix (exit 2: the input cannot be used);
+    ``report`` says what was tried."""
+
+    def __init__(self, report: AnnotateReport, message: str) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as_llm: bool = False) -> AnnotateReport:
     """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
     report = AnnotateReport(run_id)
@@ -210,6 +219,15 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
                     report.missing_spans.append(span_id)
     finally:
         rest.close()
+    landed = report.annotations + report.trace_annotations + report.document_annotations
+    if report.missing_spans and not landed and not report.rejected:  # the traces went to another Phoenix
+        raise SpansNotInPhoenix(
+            report,
+            f"none of run {run_id}'s {len(report.missing_spans)} span(s) to annotate is in Phoenix at "
+            f"{redact_url(url)}, so nothing was written; send the traces there first (configure(otlp_endpoint=...) "
+            "or citeline demo --phoenix URL) and wait until they show, or pass the Phoenix they went to "
+            "(docs/phoenix.md)",
+        )
     return report
 
 

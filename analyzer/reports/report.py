@@ -479,14 +479,21 @@ def render_markdown(r: Report) -> str:
         lines.append("No change in failing claims (or no previous run).")
     lines += ["", "### Failing claims", ""]
     if r.failing:
-        lines += ["| case | claim | bucket | basis | stage | reason | span |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| case | claim | bucket | basis | stage | reason | span | trace |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for f in r.failing[:50]:
-            link = r.span_link(f["span_id"])  # only for a well-formed span id, never with credentials
-            span = f"[{f['span_id']}]({link})" if link else md(f["span_id"] or "")
+            # a link only for a well-formed id (it is the link's text too), never with credentials
+            span_link, trace_link = r.span_link(f["span_id"]), r.trace_link(f["trace_id"])
+            span = f"[{f['span_id']}]({span_link})" if span_link else md(f["span_id"] or "")
+            trace = f"[{f['trace_id']}]({trace_link})" if trace_link else md(f["trace_id"] or "")
             lines.append(
                 f"| {md(f['case_id'] or '')} | {md(f['gold_claim_id'] or f['claim_text'] or '')} | {md(f['bucket'])} | "
-                f"{md(f['basis'])} | {md(f['stage'] or '')} | {md(f['reason'] or '')} | {span} |"
+                f"{md(f['basis'])} | {md(f['stage'] or '')} | {md(f['reason'] or '')} | {span} | {trace} |"
             )
+        if len(r.failing) > 50:
+            lines += ["", f"First 50 of {len(r.failing)} failing claims; `citeline report --format json` lists all."]
     else:
         lines.append("None.")
     if r.agreement:
@@ -537,6 +544,7 @@ def render_table(r: Report) -> None:
     for x in r.metrics:
         m.add_row(Text(term(x["metric"])), _pct(x["value"]), f"{x['numerator']}/{x['denominator']}")
     console.print(m)
+    _failing_table(console, r)
     g = Table(title="since the previous run")
     for col in ("change", "case", "claim", "bucket", "before", "now"):
         g.add_column(col)
@@ -554,6 +562,45 @@ def render_table(r: Report) -> None:
         for x in r.agreement:
             a.add_row(Text(term(x["bucket"])), str(x["labelled"]), str(x["agreeing"]), _pct(x["agreement"]))
         console.print(a)
+
+
+TABLE_FAILING = 40
+"""Failing claims the terminal table lists; the other formats say where the rest are."""
+
+
+def _failing_table(console: Any, r: Report) -> None:
+    """The failing claims, each with its span id, and where to open them: the span and trace links'
+    base (with ``--phoenix``) and the Phoenix filter that lists a bucket's spans after ``citeline annotate``."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not r.failing:
+        console.print(Text("no failing claims"))
+        return
+    shown = r.failing[:TABLE_FAILING]
+    t = Table(title=f"failing claims ({len(shown)} of {len(r.failing)})")
+    for col in ("case", "claim", "bucket", "stage", "span"):
+        t.add_column(col, overflow="fold")
+    for f in shown:
+        cells = (f["case_id"] or "", f["gold_claim_id"] or f["claim_text"] or "", f["bucket"], f["stage"] or "")
+        t.add_row(*(Text(term(c)) for c in cells), Text(term(f["span_id"] or "")))
+    console.print(t)
+    if len(r.failing) > len(shown):
+        console.print(Text(f"{len(r.failing) - len(shown)} more: citeline report --format json lists every one"))
+    for line in phoenix_footer(r.phoenix_url):
+        console.print(Text(term(line)))
+
+
+def phoenix_footer(phoenix_url: str | None) -> list[str]:
+    """Under a terminal table of failing claims: how to open each one in Phoenix (none without a URL)."""
+    if not phoenix_url:
+        return []
+    base = public_url(phoenix_url).rstrip("/")
+    return [
+        f"open a failure in Phoenix: {base}/redirects/spans/SPAN (its trace: {base}/redirects/traces/TRACE)",
+        "a bucket's spans, after citeline annotate: Phoenix's Spans tab, filter "
+        "annotations['citeline'].label == 'BUCKET' (docs/phoenix.md)",
+    ]
 
 
 def render_json(r: Report) -> str:
