@@ -90,10 +90,13 @@ def test_a_passing_suite_prints_the_bucket_summary_and_captures_nothing_into_the
             "3 analysis(es) in 3 test(s), 3 claim(s): uncited 1, ok 2",
             "uncited test_ok.py::test_expected_bucket returns-window/window at generation, span 0000000000000004: "
             "factual claim without a citation",
+            "  file://*/reports/test_ok.py_test_expected_bucket-1.html#claim-0",
             "citeline reports: *reports/index.html",
         ],
         consecutive=True,
     )
+    page = (suite.path / "reports" / "test_ok.py_test_expected_bucket-1.html").read_text()
+    assert '<section class="claim-detail" id="claim-0" data-bucket="uncited">' in page
     assert not (suite.path / "app-traces").exists() or not list((suite.path / "app-traces").iterdir())
     pages = sorted(p.name for p in (suite.path / "reports").iterdir())
     assert pages == [
@@ -147,6 +150,7 @@ def test_a_failing_suite_names_each_claim_with_bucket_stage_reason_and_span(suit
             "1 analysis(es) in 1 test(s), 1 claim(s): grounding 1",
             "grounding test_bad.py::test_wrong_number returns-window/window at generation, span 0000000000000004: "
             "contradicted: states 60 day where the gold fact is '30 days'",
+            "(pytest --citeline-html DIR writes a page per analysis; each claim above then links its section)",
         ],
         consecutive=True,
     )

@@ -96,6 +96,7 @@ def test_one_leak_is_one_summary_line_and_a_perturbation_run_shows_its_verdicts(
             "at retrieval, span 0000000000000002: restricted staff-handbook#discount-1 reached retrieval",
             "perturb test_app.py::test_perturbed: 2 case(s) x 3 perturbation(s)",
             "  context seen (1 cell(s)), generation seen (1 cell(s)), resolution seen (1 cell(s))",
+            "(pytest --citeline-html DIR writes a page per analysis; each claim above then links its section)",
         ],
         consecutive=True,
     )

@@ -191,10 +191,16 @@ class CitelineFixture:
         record: dict[str, Any] = {"nodeid": self._item.nodeid, "summary": dict(result.summary), "failing": failing}
         out = self._item.config.getoption("citeline_html")
         if out:
-            record["html"] = str(self._write_html(Path(out), result))
+            page, anchors = self._write_html(Path(out), result)
+            record["html"] = str(page)
+            for f in failing:  # each finding links its own section of the page
+                n = anchors.get((f["case_id"], f["gold_claim_id"], f["bucket"], f["span_id"]))
+                if n is not None:
+                    f["link"] = f"{page.resolve().as_uri()}#claim-{n}"
         self._item.stash.setdefault(_RECORDS, []).append(record)
 
-    def _write_html(self, folder: Path, result: AnalysisResult) -> Path:
+    def _write_html(self, folder: Path, result: AnalysisResult) -> tuple[Path, dict[tuple[Any, ...], int]]:
+        """The analysis's HTML report, and the section (``#claim-N``) of each failing claim in it."""
         from citeline.analyzer.reports.html import render_html
         from citeline.analyzer.reports.report import build_report
 
@@ -202,8 +208,12 @@ class CitelineFixture:
         folder.mkdir(parents=True, exist_ok=True)
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self._item.nodeid).strip("_")[:150] or "test"
         path = folder / f"{name}-{self._analyses}.html"
-        path.write_text(render_html(build_report(self.store.con, result.run_id)), encoding="utf-8")
-        return path
+        report = build_report(self.store.con, result.run_id)
+        path.write_text(render_html(report), encoding="utf-8")
+        anchors = {
+            (f["case_id"], f["gold_claim_id"], f["bucket"], f["span_id"]): n for n, f in enumerate(report.failing)
+        }
+        return path, anchors
 
     def _gate(self, marker: pytest.Mark) -> None:
         from citeline.analyzer.testing.expect import gate_lines
@@ -299,6 +309,10 @@ def _summary(terminalreporter: Any, config: pytest.Config, records: list[dict[st
     for line in [*_analysis_lines(analyses), *_perturb_lines([r for r in records if "perturb" in r])]:
         terminalreporter.write_line(line)
     out = config.getoption("citeline_html")
+    if not out and any(r["failing"] for r in analyses):
+        terminalreporter.write_line(
+            "(pytest --citeline-html DIR writes a page per analysis; each claim above then links its section)"
+        )
     if out and analyses and not hasattr(config, "workerinput"):
         index = _write_index(Path(out), analyses)
         terminalreporter.write_line(f"citeline reports: {index}")
@@ -331,6 +345,8 @@ def _analysis_lines(records: list[dict[str, Any]]) -> list[str]:
             case = f["case_id"] or "(corpus basis)"
             claims = " + ".join(f"{case}/{x['gold_claim_id'] or '(extra claim)'}" for x in rows)
             lines.append(f"{f['bucket']} {t(r['nodeid'])} {t(claims)}{where}{span}: {t(f['reason'])}")
+            if f.get("link"):
+                lines.append(f"  {t(f['link'])}")
     return lines
 
 
