@@ -89,7 +89,7 @@ def test_a_decorated_stage_in_any_trace_is_reachable_and_left_out() -> None:
     assert len(by_trace) == 2
     assert sorted(unreachable_stages(by_trace, STAGES)) == ["context", "generation", "render", "resolution"]
     assert unreachable_stages({}, ["retrieval"]) == {}  # no trace at all: nothing says what wraps what
-    assert unreachable_stages({"t": list(by_trace.values())[0]}, ["retrieval"]) == {
+    assert unreachable_stages({"t": next(iter(by_trace.values()))}, ["retrieval"]) == {
         "retrieval": "no decorator wraps the retrieval step (no span of the trace records it): add @retrieval to "
         "the function that returns the documents"
     }
