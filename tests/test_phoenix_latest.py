@@ -102,6 +102,7 @@ class Runs:
     second: Run
     again_first: str  # annotate --run <first> after the second
     root: dict[str, str]  # trace id -> request span id
+    spans: list[dict[str, Any]]  # every span of the project, as Phoenix holds it
 
 
 def _changed_gold(path: Path) -> None:
@@ -141,7 +142,7 @@ def runs(phoenix: PhoenixServer, tmp_path_factory: pytest.TempPathFactory) -> Ru
             for bucket in BUCKETS[:-1]:
                 assert spans_tab(phoenix.url, f"annotations['citeline'].label == '{bucket}'") == done[0].spans(bucket)
     _code, again = cli("annotate", "--phoenix", phoenix.url, "--db", db, "--run", done[0].run_id)
-    return Runs(work, done[0], done[1], again, root)
+    return Runs(work, done[0], done[1], again, root, spans)
 
 
 def test_the_gold_change_leaves_one_grounding_verdict_fewer(runs: Runs) -> None:
@@ -287,3 +288,15 @@ def test_reviewers_get_a_dropdown_and_the_score_chart_a_series(runs: Runs, phoen
     share = sum(1 for c in judged if c["verdict"] == "ok") / len(judged)
     if len(points) == 1:  # every trace in one time bin: the share of requests that pass
         assert points[0] == pytest.approx(share)
+
+
+def test_the_generation_span_shows_what_the_model_was_given(runs: Runs) -> None:
+    """Where grounding, uncited and attribution land, Phoenix's Input shows the prompt (the demo's
+    generation is a method: its first argument is the bot, not the prompt)."""
+    generations = [s for s in runs.spans if s["attributes"].get("citeline.stage") == "generation"]
+    assert len(generations) == len(SCENARIOS)
+    for s in generations:
+        assert s["attributes"]["input.mime_type"] == "text/plain"
+        prompt = s["attributes"]["input.value"]
+        assert prompt.startswith("Answer with citations.\n") and "\nQuestion: " in prompt, prompt
+    assert sum(1 for s in generations if "\n[1] " in s["attributes"]["input.value"]) >= len(SCENARIOS) - 2
