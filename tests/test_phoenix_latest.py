@@ -31,6 +31,7 @@ from citeline.analyzer.cli.main import main
 from citeline.analyzer.phoenix.annotate import claim_identifier
 from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
 from citeline.instrumentation import configure
+from tests.browser import chromium, screenshot
 from tests.phoenix_server import PhoenixServer, wait_for_spans
 
 pytestmark = pytest.mark.integration
@@ -300,3 +301,23 @@ def test_the_generation_span_shows_what_the_model_was_given(runs: Runs) -> None:
         prompt = s["attributes"]["input.value"]
         assert prompt.startswith("Answer with citations.\n") and "\nQuestion: " in prompt, prompt
     assert sum(1 for s in generations if "\n[1] " in s["attributes"]["input.value"]) >= len(SCENARIOS) - 2
+
+
+@pytest.mark.browser
+def test_a_bucket_link_opens_the_spans_tab_already_filtered_in_chromium(
+    runs: Runs, phoenix: PhoenixServer, tmp_path: Path
+) -> None:
+    [link] = [
+        u
+        for b, _n, u in re.findall(r"^  (\w+): (\d+) span\(s\): (\S+)$", runs.second.annotate_out, re.M)
+        if b == "grounding"
+    ]
+    dom = chromium(tmp_path / "profile", "--dump-dom", link, wait_ms=20000).stdout
+    box = dom[dom.index('aria-label="Filter spans"') :][:3000]
+    assert "grounding" in re.sub(r"<[^>]+>", "", box)  # the filter bar holds the bucket's filter ...
+    assert "parent_id is None" not in dom  # ... in place of the root-span preset
+    rows = dom[dom.index("<tbody") : dom.index("</tbody>")]
+    assert rows.count("<tr") == len(runs.second.spans("grounding"))  # exactly the latest run's spans
+    assert "retrieval_miss" not in rows and "grounding" in rows
+    shot = screenshot(tmp_path / "profile", link, "phoenix-bucket-link.png", size="1400,900", wait_ms=20000)
+    assert shot.stat().st_size > 20_000
