@@ -321,3 +321,25 @@ def test_a_bucket_link_opens_the_spans_tab_already_filtered_in_chromium(
     assert "retrieval_miss" not in rows and "grounding" in rows
     shot = screenshot(tmp_path / "profile", link, "phoenix-bucket-link.png", size="1400,900", wait_ms=20000)
     assert shot.stat().st_size > 20_000
+
+
+def test_a_reviewers_annotation_under_the_same_name_is_never_removed(runs: Runs, phoenix: PhoenixServer) -> None:
+    """Only citeline's own (CODE, with a run id) annotations are stale-checked; a HUMAN one stays."""
+    [gone] = runs.first.spans("grounding") - runs.second.spans("grounding")
+    review = {
+        "span_id": gone,
+        "name": "citeline",
+        "annotator_kind": "HUMAN",
+        "identifier": "",
+        "result": {"label": "grounding", "explanation": "a reviewer still calls it ungrounded"},
+    }
+    req = urllib.request.Request(
+        f"{phoenix.url}/v1/span_annotations?sync=true",
+        data=json.dumps({"data": [review]}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(req, timeout=30).close()
+    code, out = cli("annotate", "--phoenix", phoenix.url, "--db", str(runs.work / "citeline.duckdb"))
+    assert code == 0 and "removed" not in out, out
+    kept = [a for a in held_annotations(phoenix.url, {gone}) if a["name"] == "citeline"]
+    assert [(a["annotator_kind"], a["result"]["label"]) for a in kept] == [("HUMAN", "grounding")]
