@@ -164,8 +164,8 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
     mine = run_order(started, run_id)
     rest = Rest(url)
     try:
-        report.configs_created = _ensure_configs(rest)
         held = read_held(rest, traces, (NAME, TRACE_NAME))
+        report.configs_created = _ensure_configs(rest)
         newer = {t for t, order in held.newest.items() if order > mine}
         report.superseded = sorted(newer)
         report.newer_runs = sorted({held.newest[t][1] for t in newer})
