@@ -313,7 +313,7 @@ def test_a_bucket_link_opens_the_spans_tab_already_filtered_in_chromium(
         for b, _n, u in re.findall(r"^  (\w+): (\d+) span\(s\): (\S+)$", runs.second.annotate_out, re.M)
         if b == "grounding"
     ]
-    dom = chromium(tmp_path / "profile", "--dump-dom", link, wait_ms=20000).stdout
+    dom = chromium(tmp_path / "profile", "--dump-dom", link, wait_ms=10000).stdout
     box = dom[dom.index('aria-label="Filter spans"') :][:3000]
     assert "grounding" in re.sub(r"<[^>]+>", "", box)  # the filter bar holds the bucket's filter ...
     assert "parent_id is None" not in dom  # ... in place of the root-span preset
