@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import schema as K
-from .chunks import Columns, chunk_items, content_hash
+from .chunks import Columns, chunk_items, content_hash, is_chunk_shaped
 from .otlp_json import dumps
 from .prompt import chunks_in_arguments, chunks_in_prompt, prompt_text
 
@@ -35,6 +35,8 @@ class RequestState:
     chunk_ids: list[str] = field(default_factory=list)
     doc_ids: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    """The context's chunk texts (content on only): what the model was given, when no prompt is passed."""
 
 
 current_request: ContextVar[RequestState | None] = ContextVar("citeline_request", default=None)
@@ -159,9 +161,10 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
     if stage in ("retrieval", "context"):
         # the first string argument: a query, but a context step may be handed the context text itself
         text = first_text_arg(args, kwargs, ("query", "question", "q"))
-    elif stage == "generation" and args:
-        # the prompt: a string or an object holding one, or chat messages (OpenAI dicts, LangChain, ...)
-        text = text_of(args[0]) if not isinstance(args[0], list | tuple) else prompt_text(args[0])
+    elif stage == "generation":
+        text = generation_prompt(args, kwargs)
+        if text is None and content:  # no prompt handed in (chunks, an id, ...): the labelled context
+            text = labelled_context(request_state())
     if text is None:
         return attrs
     if not content:  # a hash and a length stand for it: no text of anyone's in the span
@@ -173,6 +176,32 @@ def start_attributes(stage: str, args: Sequence[Any], kwargs: Mapping[str, Any],
     if stage == "context":
         attrs[K.OI_RERANKER_QUERY] = _clip(text)
     return attrs
+
+
+def generation_prompt(args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    """What the model was given: the first argument that is a prompt (a string, an object holding one,
+    chat messages). A method's ``self`` or a chunk holds none and is passed over."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, list | tuple):
+            text = prompt_text(value)
+        elif is_chunk_shaped(value):
+            continue
+        else:
+            text = text_of(value)
+        if text is not None:
+            return text
+    return None
+
+
+def labelled_context(state: RequestState) -> str | None:
+    """The request's context as the model saw it, one ``[label] chunk_id: text`` line per chunk, or None."""
+    if not state.labels:
+        return None
+    texts = state.texts or [""] * len(state.labels)
+    return "\n".join(
+        f"[{label}] {chunk}: {text}" if text else f"[{label}] {chunk}"
+        for label, chunk, text in zip(state.labels, state.chunk_ids, texts, strict=False)
+    )
 
 
 # --- end-of-stage outputs --------------------------------------------------------------
@@ -220,6 +249,7 @@ def context_attributes(chunks: Columns, limit: int, content: bool, prompt: str |
     state.chunk_ids = chunks.chunk_id
     state.doc_ids = chunks.doc_id
     state.versions = chunks.version
+    state.texts = list(chunks.text) if content else []
     tail = _chunk_arrays(chunks, content=content)
     tail[K.CL_CHUNK_LABEL] = labels
     head: dict[str, Any] = {}

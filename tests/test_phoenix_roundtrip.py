@@ -23,6 +23,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from citeline.analyzer.phoenix.annotate import claim_identifier
+from citeline.analyzer.phoenix.verdicts import claim_name, trace_score
 from citeline.examples.demo import SCENARIOS, gold_path, run_scenarios
 from citeline.instrumentation import configure
 from tests.browser import chromium, screenshot
@@ -154,7 +155,10 @@ def test_annotate_puts_each_failure_on_its_span_once(pulled: Path, phoenix: Phoe
         assert a["annotator_kind"] == "CODE"
         assert a["result"]["label"] == c["bucket"]
         assert a["result"]["score"] is None  # Phoenix's chip reads the label, not "μ 0.00"
-        assert a["result"]["explanation"] == c["reason"]
+        # the claim first, then the reason (what else it names: tests/test_phoenix_latest.py)
+        assert a["result"]["explanation"].startswith(
+            claim_name(c["gold_claim_id"], c["claim_text"]) + ": " + c["reason"]
+        )
         assert a["metadata"]["run_id"] == analysis["run_id"]
     # one summary per trace on its request span: the trace's verdict
     assert f"{len(analysis['cases'])} trace summary annotation(s) named 'citeline.trace' written" in out.stdout
@@ -163,7 +167,8 @@ def test_annotate_puts_each_failure_on_its_span_once(pulled: Path, phoenix: Phoe
     assert len(summaries) == len(analysis["cases"])
     for case in analysis["cases"]:
         a = summaries[roots[case["trace_id"]]]
-        assert (a["result"]["label"], a["result"]["score"]) == (case["verdict"], None)
+        # the score Phoenix's chart plots: ok 1, failing 0, not_evaluable none
+        assert (a["result"]["label"], a["result"]["score"]) == (case["verdict"], trace_score(case["verdict"]))
         mine = [c["bucket"] for c in analysis["claims"] if c["trace_id"] == case["trace_id"]]
         assert a["result"]["explanation"] == "claims: " + ", ".join(sorted(f"{b} {mine.count(b)}" for b in set(mine)))
     # again: the same annotations are updated, none added

@@ -198,3 +198,20 @@ def test_annotate_never_writes_onto_an_id_that_is_no_span_id(store: Path, phoeni
     report = raised.value.report
     assert report.invalid_spans == [BAD_SPAN]
     assert BAD_SPAN not in report.missing_spans  # never sent: skipped before any request
+
+
+def test_phoenix_explanations_hold_no_escape_or_control_character(store: Path) -> None:
+    """Phoenix shows an annotation's explanation as plain text: escaped as for a terminal (escaping.term)."""
+    from citeline.analyzer.phoenix.verdicts import annotation_rows
+    from citeline.analyzer.reports.report import resolve_run
+    from citeline.analyzer.store import connect
+
+    con = connect(store)
+    try:
+        rows = annotation_rows(con, resolve_run(con, None)[0])
+    finally:
+        con.close()
+    explanations = [r["result"]["explanation"] for r in rows]
+    assert any("open me" in e for e in explanations)  # the hostile claim, its text kept ...
+    for e in explanations:  # ... with no escape sequence, control or bidi character left
+        assert e == term(e) and "\x1b" not in e and "\n" not in e, e

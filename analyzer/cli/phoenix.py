@@ -7,6 +7,7 @@ from pathlib import Path
 
 from citeline.analyzer.cli.errors import DONE, FAILED, err
 from citeline.analyzer.cli.options import AddCommand, add_db, add_phoenix, add_run, require_store
+from citeline.analyzer.escaping import term
 from citeline.analyzer.phoenix import annotate, pull
 from citeline.analyzer.reports.report import resolve_run
 from citeline.analyzer.store import connect
@@ -66,6 +67,16 @@ def annotate_command(args: argparse.Namespace) -> int:
         report = annotate(con, args.phoenix.rstrip("/"), run_id, documents_as_llm=args.documents_as_llm)
     finally:
         con.close()
+    if report.removed:
+        print(
+            f"run {run_id}: {report.removed} citeline annotation(s) of earlier runs removed "
+            "(their claims are ok or gone in this run)"
+        )
+    if report.superseded:
+        print(
+            f"run {run_id}: {len(report.superseded)} trace(s) hold the verdicts of a newer run "
+            f"({', '.join(report.newer_runs[:3])}) and were left as they are"
+        )
     print(f"run {run_id}: {report.annotations} annotation(s) named 'citeline' written in {report.batches} batch(es)")
     print(f"run {run_id}: {report.trace_annotations} trace summary annotation(s) named 'citeline.trace' written")
     print(
@@ -77,6 +88,12 @@ def annotate_command(args: argparse.Namespace) -> int:
             f"run {run_id}: {report.documents_not_held} retrieved chunk(s) have no OpenInference document on their "
             "span (its attribute limit), so Phoenix holds none to annotate: left out"
         )
+    for name in report.configs_created:
+        print(f"annotation config {name!r} created: reviewers pick its labels from a dropdown in Phoenix")
+    for project in report.links:
+        print(term(f"Phoenix project {project.name!r}: {project.url}"))
+        for bucket, spans, link in project.buckets:
+            print(term(f"  {bucket}: {spans} span(s): {link}"))
     for span, why in report.rejected:
         err(f"citeline: Phoenix refused the annotations of span {span}: {why}")
     if report.invalid_spans:

@@ -1,34 +1,63 @@
-"""Verdicts back to Phoenix as span annotations.
+"""Verdicts back to Phoenix as span annotations: after annotate, Phoenix shows the run's verdicts.
 
-Annotate writes one annotation named ``citeline`` per failing claim onto the
-span where the chain broke (label = bucket, explanation = reason, identifier =
-the claim, so claims sharing a span do not overwrite each other; no score, so
-Phoenix shows the bucket), and one named ``citeline.trace`` per joined trace on
-its request span (label = the trace's verdict, explanation = its claims per
-bucket). Phoenix keys annotations by (name, span, identifier), so re-running
-updates, never duplicates. A verdict is only written onto a span of its own trace: a span id another
-trace in the store holds too is skipped and named (``analyzer/targets.py``). The REST calls and their
-errors: ``client.py``.
+What each annotation says: ``verdicts.py`` (one ``citeline`` per failing claim on the span where
+its chain broke, one ``citeline.trace`` per joined trace on its request span) and the document
+annotations below. Before writing, what Phoenix holds on the run's traces is read back
+(``held.py``): a trace holding a newer run's verdicts is left alone, and citeline's annotations
+this run does not write again are deleted, so a claim now ok or gone loses its old label.
+Phoenix keys annotations by (name, span, identifier), so re-running updates, never duplicates.
+A verdict is only written onto a span of its own trace: a span id another trace in the store
+holds too is skipped and named (``analyzer/targets.py``). Annotation configs for both names are
+created on first use so reviewers get a dropdown of buckets. The REST calls and their errors:
+``client.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
 
-from citeline.analyzer.escaping import is_span_id
+from citeline.analyzer.buckets import BUCKETS
+from citeline.analyzer.escaping import is_span_id, is_trace_id
 from citeline.analyzer.phoenix.client import PhoenixError, Rest, explain
+from citeline.analyzer.phoenix.held import delete_annotations, read_held, run_order
+from citeline.analyzer.phoenix.verdicts import (
+    NAME,
+    TRACE_NAME,
+    annotation_rows,
+    claim_identifier,
+    run_info,
+    trace_annotation_rows,
+    trace_score,
+)
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.targets import foreign_spans
-from citeline.instrumentation.redact import redact_text, redact_url
+from citeline.instrumentation.redact import public_url, redact_text, redact_url
 from citeline.instrumentation.settings import PHOENIX_API_KEY
 
-NAME = "citeline"
 BATCH = 100
+__all__ = ["AnnotateReport", "annotate", "claim_identifier", "document_annotation_rows", "span_filter"]
+
+
+def span_filter(bucket: str | None, name: str = NAME) -> str:
+    """The Spans-tab filter listing the spans where a claim of ``bucket`` broke (None: any failure)."""
+    if bucket is None:
+        return f"annotations['{name}'].label is not None"
+    return f"annotations['{name}'].label == '{bucket}'"
+
+
+@dataclass(frozen=True)
+class ProjectLinks:
+    """Where a run's verdicts landed in one Phoenix project, and the URLs that open them."""
+
+    name: str
+    url: str
+    #: bucket -> (spans annotated with it, the Spans tab already filtered to them), most urgent first
+    buckets: list[tuple[str, int, str]]
 
 
 @dataclass
@@ -49,74 +78,15 @@ class AnnotateReport:
     #: verdicts not written because their span id is not only their own trace's (analyzer/targets.py):
     #: Phoenix keys annotations by span id, so they could land on another trace's span
     not_own_spans: list[Problem] = field(default_factory=list)
-
-
-def claim_identifier(trace_id: str, case_id: str | None, gold_claim_id: str | None, claim_text: str | None) -> str:
-    """Stable per claim and trace, so claims sharing a span keep separate annotations."""
-    claim = gold_claim_id or "text:" + hashlib.sha1((claim_text or "").encode()).hexdigest()[:12]
-    return f"{case_id or '-'}/{claim}/{trace_id[:16]}"
-
-
-def annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
-    rows = con.execute(
-        "SELECT trace_id, case_id, gold_claim_id, claim_text, bucket, stage, span_id, reason, flags "
-        "FROM claim_results WHERE run_id = ? AND bucket <> 'ok' AND span_id IS NOT NULL "
-        "ORDER BY span_id, case_id, gold_claim_id, claim_text",
-        [run_id],
-    ).fetchall()
-    out = []
-    for trace_id, case_id, gold_claim_id, claim_text, bucket, stage, span_id, reason, flags in rows:
-        out.append(
-            {
-                "span_id": span_id,
-                "name": NAME,
-                "annotator_kind": "CODE",
-                "identifier": claim_identifier(trace_id, case_id, gold_claim_id, claim_text),
-                # no score: Phoenix's chip then reads the label (the bucket), not "μ 0.00"
-                "result": {"label": bucket, "explanation": reason or ""},
-                "metadata": {
-                    "run_id": run_id,
-                    "case_id": case_id,
-                    "gold_claim_id": gold_claim_id,
-                    "claim_text": claim_text,
-                    "stage": stage,
-                    "flags": list(flags or []),
-                    "trace_id": trace_id,
-                },
-            }
-        )
-    return out
-
-
-TRACE_NAME = "citeline.trace"
-
-
-def trace_annotation_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> list[dict[str, Any]]:
-    """One summary per joined trace on its request (root) span: label = the trace's verdict, every trace."""
-    rows = con.execute(
-        """
-        SELECT c.trace_id, c.case_id, c.verdict, r.span_id,
-               (SELECT list(b ORDER BY b) FROM (SELECT bucket || ' ' || count(*) AS b FROM claim_results k
-                 WHERE k.run_id = c.run_id AND k.trace_id = c.trace_id GROUP BY bucket)) AS counts
-        FROM case_results AS c
-        JOIN (SELECT trace_id, min(span_id) AS span_id FROM spans WHERE stage = 'request' GROUP BY trace_id) AS r
-          USING (trace_id)
-        WHERE c.run_id = $r
-        ORDER BY c.trace_id
-        """,
-        {"r": run_id},
-    ).fetchall()
-    return [
-        {
-            "span_id": span_id,
-            "name": TRACE_NAME,
-            "annotator_kind": "CODE",
-            "identifier": "trace",
-            "result": {"label": verdict, "explanation": "claims: " + ", ".join(counts or [])},
-            "metadata": {"run_id": run_id, "case_id": case_id, "trace_id": trace_id},
-        }
-        for trace_id, case_id, verdict, span_id, counts in rows
-    ]
+    #: traces left as they are because Phoenix holds a newer run's verdicts on them, and those runs
+    superseded: list[str] = field(default_factory=list)
+    newer_runs: list[str] = field(default_factory=list)
+    #: citeline annotations of earlier runs this run does not hold (a claim now ok or gone): deleted
+    removed: int = 0
+    #: annotation configs created by this annotate (Phoenix had none of that name)
+    configs_created: list[str] = field(default_factory=list)
+    #: per Phoenix project the run's traces are in: its URL and a filtered link per bucket
+    links: list[ProjectLinks] = field(default_factory=list)
 
 
 DOCUMENT_NAME = "citeline.gold_relevance"
@@ -188,35 +158,43 @@ class SpansNotInPhoenix(PhoenixError):
 
 
 def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as_llm: bool = False) -> AnnotateReport:
-    """Post one annotation per failing claim of ``run_id``, in batches, synchronously."""
+    """Make what Phoenix shows on the run's traces the run's verdicts, in batches, synchronously."""
     report = AnnotateReport(run_id)
     rows = _targets(con, annotation_rows(con, run_id) + trace_annotation_rows(con, run_id), report)
+    documents = _targets(con, document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE"), report)
+    traces = [
+        str(t)
+        for (t,) in con.execute(
+            "SELECT DISTINCT trace_id FROM case_results WHERE run_id = $r ORDER BY 1", {"r": run_id}
+        ).fetchall()
+        if is_trace_id(t)
+    ]
+    started, _judge = run_info(con, run_id)
+    mine = run_order(started, run_id)
     rest = Rest(url)
     try:
-        for batch in _batches(rows, BATCH):
-            taken = list(batch) if _post(rest, url, batch, report=report) else []
-            if not taken:
-                # a span Phoenix does not know (or refuses) sinks the whole batch: one by one, to name it
-                for item in batch:
-                    if _post(rest, url, [item], report=report, one=True):
-                        taken.append(item)
-                    elif item["span_id"] not in report.missing_spans and not _refused(report, item):
-                        report.missing_spans.append(item["span_id"])
-            report.annotations += sum(1 for item in taken if item["name"] == NAME)
-            report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
-            report.batches += 1
-        documents = _targets(con, document_annotation_rows(con, run_id, "LLM" if documents_as_llm else "CODE"), report)
+        held = read_held(rest, traces, (NAME, TRACE_NAME))
+        report.configs_created = _ensure_configs(rest)
+        newer = {t for t, order in held.newest.items() if order > mine}
+        report.superseded = sorted(newer)
+        report.newer_runs = sorted({held.newest[t][1] for t in newer})
+        rows = [r for r in rows if r["metadata"]["trace_id"] not in newer]
+        documents = [d for d in documents if d["metadata"]["trace_id"] not in newer]
+        keep = {(r["metadata"]["trace_id"], r["span_id"], r["name"], r["identifier"]) for r in rows}
+        stale = [aid for key, aid in sorted(held.ours.items()) if key[0] not in newer and key not in keep]
+        delete_annotations(rest, stale)
+        report.removed = len(stale)
+        written = _write_spans(rest, url, rows, report)
         report.documents_not_held = documents_not_held(con, run_id)
-        for batch in _batches(documents, BATCH):
-            if _post(rest, url, batch, documents=True, report=report):
-                report.document_annotations += len(batch)
-                continue
-            for span_id in sorted({item["span_id"] for item in batch}):  # name the span Phoenix does not know
-                mine = [item for item in batch if item["span_id"] == span_id]
-                if _post(rest, url, mine, documents=True, report=report, one=True):
-                    report.document_annotations += len(mine)
-                elif span_id not in report.missing_spans and not _refused(report, mine[0]):
-                    report.missing_spans.append(span_id)
+        _write_documents(rest, url, documents, report)
+        report.links = _links(public_url(url).rstrip("/"), held.project, written)
+        for project in sorted({p["name"] for p in held.project.values()}):
+            for name in (NAME, TRACE_NAME):
+                rest.assign_annotation_config(project, name)
+    except PhoenixError:
+        raise
+    except Exception as exc:  # every other failure becomes one clear message
+        raise explain(exc, url) from exc
     finally:
         rest.close()
     landed = report.annotations + report.trace_annotations + report.document_annotations
@@ -229,6 +207,96 @@ def annotate(con: duckdb.DuckDBPyConnection, url: str, run_id: str, documents_as
             "(docs/phoenix.md)",
         )
     return report
+
+
+def _write_spans(rest: Rest, url: str, rows: list[dict[str, Any]], report: AnnotateReport) -> list[dict[str, Any]]:
+    """The span and trace annotations, in batches; what Phoenix took."""
+    written: list[dict[str, Any]] = []
+    for batch in _batches(rows, BATCH):
+        taken = list(batch) if _post(rest, url, batch, report=report) else []
+        if not taken:
+            # a span Phoenix does not know (or refuses) sinks the whole batch: one by one, to name it
+            for item in batch:
+                if _post(rest, url, [item], report=report, one=True):
+                    taken.append(item)
+                elif item["span_id"] not in report.missing_spans and not _refused(report, item):
+                    report.missing_spans.append(item["span_id"])
+        report.annotations += sum(1 for item in taken if item["name"] == NAME)
+        report.trace_annotations += sum(1 for item in taken if item["name"] == TRACE_NAME)
+        report.batches += 1
+        written += taken
+    return written
+
+
+def _write_documents(rest: Rest, url: str, documents: list[dict[str, Any]], report: AnnotateReport) -> None:
+    """The document annotations, in batches; a span Phoenix does not know is named."""
+    for batch in _batches(documents, BATCH):
+        if _post(rest, url, batch, documents=True, report=report):
+            report.document_annotations += len(batch)
+            continue
+        for span_id in sorted({item["span_id"] for item in batch}):
+            mine = [item for item in batch if item["span_id"] == span_id]
+            if _post(rest, url, mine, documents=True, report=report, one=True):
+                report.document_annotations += len(mine)
+            elif span_id not in report.missing_spans and not _refused(report, mine[0]):
+                report.missing_spans.append(span_id)
+
+
+def _configs() -> list[dict[str, Any]]:
+    """A dropdown per name: ``citeline`` offers every bucket (no score: its chip reads the bucket),
+    ``citeline.trace`` every verdict with its score (ok 1, failing 0)."""
+    return [
+        {
+            "name": NAME,
+            "type": "CATEGORICAL",
+            "description": "citeline: the bucket of a claim whose evidence chain broke at this span",
+            "optimization_direction": "NONE",
+            "values": [{"label": b} for b in BUCKETS],
+        },
+        {
+            "name": TRACE_NAME,
+            "type": "CATEGORICAL",
+            "description": "citeline: the request's verdict, its most urgent bucket (1 = ok)",
+            "optimization_direction": "MAXIMIZE",
+            "values": [{"label": b, "score": trace_score(b)} for b in BUCKETS],
+        },
+    ]
+
+
+def _ensure_configs(rest: Rest) -> list[str]:
+    """Create citeline's annotation configs where Phoenix has none of that name (an existing one,
+    perhaps edited by a team, is kept)."""
+    created = []
+    for config in _configs():
+        if rest.annotation_config(config["name"]) is None:
+            rest.create_annotation_config(config)
+            created.append(str(config["name"]))
+    return created
+
+
+def _links(base_url: str, projects: dict[str, dict[str, str]], written: list[dict[str, Any]]) -> list[ProjectLinks]:
+    """Per project the run's traces are in: its URL and, per bucket written, the Spans tab filtered to it."""
+    spans: dict[str, dict[str, set[str]]] = {}
+    for item in written:
+        where = projects.get(str(item["metadata"]["trace_id"]))
+        if where is not None and item["name"] == NAME:
+            spans.setdefault(where["id"], {}).setdefault(item["result"]["label"], set()).add(item["span_id"])
+    out = []
+    for project_id, name in sorted({(p["id"], p["name"]) for p in projects.values()}, key=lambda p: p[1]):
+        base = f"{base_url}/projects/{quote(project_id, safe='')}"
+        by_bucket = spans.get(project_id, {})
+        out.append(
+            ProjectLinks(
+                name,
+                base,
+                [
+                    (b, len(by_bucket[b]), f"{base}/spans?spanFilterCondition={quote(span_filter(b), safe='')}")
+                    for b in BUCKETS
+                    if b in by_bucket
+                ],
+            )
+        )
+    return out
 
 
 def _targets(

@@ -1,7 +1,10 @@
 """The few Phoenix REST calls citeline makes, and one clear error per failure.
 
 They are the endpoints ``arize-phoenix-client`` wraps (``GET /v1/projects/{p}/spans``,
-``POST /v1/span_annotations?sync=true``, ``POST /v1/document_annotations``), called with
+``POST /v1/span_annotations?sync=true``, ``POST /v1/document_annotations``,
+``/v1/annotation_configs``), plus two GraphQL operations the Phoenix UI itself uses and REST
+does not offer (which project a trace is in, with its spans' annotations; deleting annotations
+by id), called with
 its own HTTP library: importing ``phoenix.client`` where the Phoenix server package is
 installed too (our test and compose images) imports the whole server and costs about ten
 seconds per command. The API key comes from ``PHOENIX_API_KEY``, never a flag; neither it
@@ -20,6 +23,10 @@ from citeline.instrumentation.settings import PHOENIX_API_KEY
 
 class PhoenixError(Exception):
     """Phoenix could not be used; the message says why and what to do."""
+
+
+class GraphQLError(Exception):
+    """Phoenix answered a GraphQL request with errors (its message, at most 300 characters)."""
 
 
 class Rest:
@@ -62,6 +69,34 @@ class Rest:
         resp = self.http.post("/v1/span_annotations", params={"sync": "true"}, json={"data": list(items)})
         resp.raise_for_status()
 
+    def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``data`` of a GraphQL answer; GraphQL errors (HTTP 200) raised as :class:`GraphQLError`."""
+        resp = self.http.post("/graphql", json={"query": query, "variables": variables or {}})
+        resp.raise_for_status()
+        body = resp.json()
+        if body.get("errors"):
+            raise GraphQLError("; ".join(str(e.get("message", e)) for e in body["errors"])[:300])
+        return dict(body.get("data") or {})
+
+    def annotation_config(self, name: str) -> dict[str, Any] | None:
+        """The annotation config of that name, or None when Phoenix has none."""
+        resp = self.http.get(f"/v1/annotation_configs/{name}")
+        if resp.status_code == 404:
+            return None
+        resp.raise_for_status()
+        return dict(resp.json()["data"])
+
+    def create_annotation_config(self, config: dict[str, Any]) -> None:
+        resp = self.http.post("/v1/annotation_configs", json=config)
+        if resp.status_code == 409:  # created meanwhile (another annotate): the same config
+            return
+        resp.raise_for_status()
+
+    def assign_annotation_config(self, project: str, name: str) -> None:
+        """Offer the config in ``project``'s annotation panel (idempotent in Phoenix)."""
+        resp = self.http.put(f"/v1/projects/{project}/annotation_configs/{name}")
+        resp.raise_for_status()
+
     def close(self) -> None:
         self.http.close()
 
@@ -91,5 +126,7 @@ def explain(exc: Exception, url: str, project: str | None = None) -> PhoenixErro
             )
         body = redact_text(exc.response.text[:200], [key])
         return PhoenixError(f"Phoenix at {shown} answered {code}: {body}")
+    if isinstance(exc, GraphQLError):
+        return PhoenixError(f"Phoenix at {shown} refused a GraphQL request: {redact_text(str(exc), [key])}")
     why = redact_text(f"{type(exc).__name__}: {exc}", [key])
     return PhoenixError(f"talking to Phoenix at {shown} failed: {why}")
