@@ -188,7 +188,7 @@ def _look(profile: Path, url: str, name: str) -> tuple[str, Path]:
     return dom.stdout, shot
 
 
-GROUNDING_FILTER = re.compile(r"^\| grounding \| `(annotations\['citeline'\][^`]*)` \|", re.M)
+GROUNDING_FILTER = re.compile(r"^\| Spans \| grounding \| `(annotations\['citeline'\][^`]*)` \|", re.M)
 
 
 @pytest.mark.browser
@@ -197,13 +197,15 @@ def test_the_documented_bucket_filter_lists_the_runs_spans_and_a_span_shows_its_
 ) -> None:
     """Issue 35's acceptance: demo -> Phoenix -> analyze -> annotate (one command), then the Spans tab with
     docs/phoenix.md's grounding filter lists exactly the run's grounding spans, and one opens on its chip."""
-    work, _printed = demo  # TODO(lead): read annotate's deep link from it (end of this test)
+    work, printed = demo
     [condition] = GROUNDING_FILTER.findall((ROOT / "docs" / "phoenix.md").read_text())
     want = dict(_store(work, "SELECT span_id, claim_text FROM claim_results WHERE bucket = 'grounding'"))
     assert len(want) == 2
-    page = f"{phoenix.url}/projects/{_project_id(phoenix.url, 'demo-35')}/spans?" + urllib.parse.urlencode(
-        {"spanFilterCondition": condition}
-    )
+    # the deep link annotate printed for the bucket opens the Spans tab with the documented filter
+    [page] = [x.split(": ", 2)[2] for x in printed.splitlines() if x.startswith("  grounding: 2 span(s): ")]
+    project = _project_id(phoenix.url, "demo-35")
+    assert page.startswith(f"{phoenix.url}/projects/{urllib.parse.quote(project, safe='')}/spans?")
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(page).query) == {"spanFilterCondition": [condition]}
     dom, listed = _look(tmp_path / "profile", page, "phoenix-grounding-filter.png")
     assert listed.stat().st_size > 20_000
     table = dom[dom.index("<table") : dom.index("</table>")]
@@ -220,13 +222,20 @@ def test_the_documented_bucket_filter_lists_the_runs_spans_and_a_span_shows_its_
     assert sorted(shown) == sorted(want)  # exactly the run's grounding spans, the root preset cleared
     # open the first listed span by its link (the one citeline's reports print): it shows the citeline chip,
     # which reads the bucket
-    opened = f"{phoenix.url}/redirects/spans/{shown[0]}"
+    first = next(s for s in shown if want[s])  # a stated claim (an abstention's gold claim has no text of its own)
+    opened = f"{phoenix.url}/redirects/spans/{first}"
     span_dom, shot = _look(tmp_path / "profile", opened, "phoenix-grounding-span.png")
     assert shot.stat().st_size > 20_000
-    assert shown[0] in span_dom
+    assert first in span_dom
     badge = span_dom[span_dom.index('annotation-summary-badge__name">citeline<') :][:2000]
     assert "grounding" in badge, badge
-    # TODO(lead, after merging issue 35 items 4-5): a deep link annotate prints opens this filtered list:
-    #   link = next(x for x in _printed.splitlines() if "spanFilterCondition=" in x and "grounding" in x)
-    #   and the chip's explanation holds the claim text:
-    #   assert want[shown[0]] in span_dom
+    # the chip's explanation (the Annotations panel the page opens on click; headless Chromium dumps it
+    # folded, so it is read as the page reads it, from Phoenix's GraphQL) starts with the claim
+    node = nodes[shown.index(first)]
+    held = _graphql(
+        phoenix.url,
+        "query($id: ID!) { node(id: $id) { ... on Span { spanAnnotations { name explanation } } } }",
+        {"id": node},
+    )["node"]["spanAnnotations"]
+    [explanation] = [a["explanation"] for a in held if a["name"] == "citeline"]
+    assert explanation.startswith(f'claim window "{want[first]}": contradicted: '), explanation
