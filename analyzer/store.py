@@ -123,22 +123,24 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def views(con: duckdb.DuckDBPyConnection) -> None:
+def views(con: duckdb.DuckDBPyConnection, *, rowids: bool = False) -> None:
     """Read each of :data:`PARQUET_TABLES` as the store's own rows plus the Parquet files of the partitioned
     runs it holds (``run_files``): a temp view of the table's name over both, on this connection only.
 
     A store with no partitioned run gets no view (its tables are read as they are). Writes go to the store's
-    own table, never a view: :func:`target` names it.
+    own table, never a view: :func:`target` names it. ``rowids`` (a run's own connection: its slices are
+    ranges of span row ids) gives the spans view a ``rowid`` column: the store's own, and past them
+    2^40 per file plus the row's place in it.
     """
     (catalog,) = con.execute("SELECT current_database()").fetchall()[0]
-    for table, rows in rows_of(con, str(catalog)).items():
+    for table, rows in rows_of(con, str(catalog), rowids=rowids).items():
         if rows is None:
             con.execute(f'DROP VIEW IF EXISTS temp.main."{table}"')
         else:
             con.execute(f'CREATE OR REPLACE TEMP VIEW "{table}" AS {rows}')
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, str | None]:
+def rows_of(con: duckdb.DuckDBPyConnection, catalog: str, *, rowids: bool = False) -> dict[str, str | None]:
     """Per table of :data:`PARQUET_TABLES`, the SELECT of all its rows in the store attached as ``catalog``:
     the store's own table and the Parquet files its partitioned runs registered; None when it has none."""
     cat = '"' + catalog.replace('"', '""') + '"'
@@ -149,18 +151,25 @@ def rows_of(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, str | Non
     ).fetchall()
     files: dict[str, list[str]] = {}
     if has:  # a read-only store from before partitioned runs wrote Parquet has no run_files
-        for tbl, path in con.execute(
-            f"SELECT tbl, path FROM {cat}.main.run_files ORDER BY run_id, tbl, path"
-        ).fetchall():
+        listed = con.execute(f"SELECT tbl, path FROM {cat}.main.run_files ORDER BY run_id, tbl, path").fetchall()
+        for tbl, path in listed:
             files.setdefault(str(tbl), []).append(str(path))
     out: dict[str, str | None] = {}
     for table in PARQUET_TABLES:
-        listed = ", ".join(_quote(p) for p in files.get(table, []))  # paths the store recorded, as SQL strings
-        out[table] = (
-            f'SELECT * FROM {cat}.main."{table}" UNION ALL BY NAME SELECT * FROM read_parquet([{listed}])'
-            if listed
-            else None
-        )
+        paths = files.get(table, [])
+        if not paths:
+            out[table] = None
+        elif rowids and table == "spans":
+            out[table] = f'SELECT *, rowid AS rowid FROM {cat}.main."{table}"' + "".join(
+                f" UNION ALL BY NAME SELECT * EXCLUDE (file_row_number), ({n + 1}::BIGINT << 40) + file_row_number "
+                f"AS rowid FROM read_parquet({_quote(p)}, file_row_number = true)"
+                for n, p in enumerate(paths)
+            )
+        else:  # paths the store recorded, as SQL strings
+            out[table] = (
+                f'SELECT * FROM {cat}.main."{table}" UNION ALL BY NAME SELECT * FROM '
+                f"read_parquet([{', '.join(_quote(p) for p in paths)}])"
+            )
     return out
 
 
