@@ -349,10 +349,7 @@ class _Driver:
         ]
         metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
         del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
-        # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
-        # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
-        shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
-        return _Tasks(pieces, metas, shipped)
+        return _Tasks(pieces, metas, None)
 
     def _reduce(self, tasks: _Tasks, ctx: work.Context, earlier: str | None) -> None:
         """Every partition's reduce, on the pieces of the map tasks that gave theirs (a map task that failed
@@ -362,6 +359,10 @@ class _Driver:
         for m in self.lost_maps:
             client.cancel(tasks.pieces[m])
         tasks.wanted = {p: [r[p] for r in good] for p in range(parts)}
+        # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
+        # for good, while a task's result is made again; each worker fetches it once and keeps it for the run.
+        # Submitted after the map phase: a worker that dies twice under a map task takes no other task with it
+        tasks.shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
         tasks.reduces = {
             client.submit(
                 work.reduce_partition,
