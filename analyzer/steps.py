@@ -27,6 +27,7 @@ from typing import Any
 
 import duckdb
 
+from citeline.analyzer import store as _store
 from citeline.analyzer.store import sql
 
 
@@ -100,10 +101,10 @@ def run(con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | N
     s = step(name)
     args = dict(params or {})
     if s.mode == "append":
-        con.execute(f'INSERT INTO "{s.table}" BY NAME {s.body}', args)
+        con.execute(f"INSERT INTO {_store.target(con, s.table)} BY NAME {s.body}", args)
         return
-    if s.mode == "update":
-        con.execute(s.body, args)
+    if s.mode == "update":  # its body begins UPDATE <table>: the store's own table, never a view over it
+        con.execute(re.sub(rf"\bUPDATE\s+{s.table}\b", f"UPDATE {_store.target(con, s.table)}", s.body, count=1), args)
         return
     want = s.columns if s.mode != "rewrite" else _columns(con, s.table)
     con.execute(f'CREATE OR REPLACE TEMP TABLE "{s.table}" AS {s.body}', args)

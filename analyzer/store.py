@@ -97,10 +97,92 @@ def connect(
             con.execute(sql("schema"))
             con.execute("INSERT OR IGNORE INTO meta VALUES ('citeline_store', '1')")
             _sync_bucket_order(con)
+        if not memory:
+            views(con)
     except BaseException:
         con.close()
         raise
     return con
+
+
+#: the tables a partitioned run writes as Parquet under its location, one file per partition (spans and
+#: result rows) or per map task (file_traces): every connection reads each as the store's rows plus those
+#: files (:func:`views`)
+PARQUET_TABLES = (
+    "spans",
+    "file_traces",
+    "claim_results",
+    "case_results",
+    "unmatched_traces",
+    "run_span_chunks",
+    "run_feedback",
+)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def views(con: duckdb.DuckDBPyConnection, *, rowids: bool = False) -> None:
+    """Read each of :data:`PARQUET_TABLES` as the store's own rows plus the Parquet files of the partitioned
+    runs it holds (``run_files``): a temp view of the table's name over both, on this connection only.
+
+    A store with no partitioned run gets no view (its tables are read as they are). Writes go to the store's
+    own table, never a view: :func:`target` names it. ``rowids`` (a run's own connection: its slices are
+    ranges of span row ids) gives the spans view a ``rowid`` column: the store's own, and past them
+    2^40 per file plus the row's place in it.
+    """
+    (catalog,) = con.execute("SELECT current_database()").fetchall()[0]
+    for table, rows in rows_of(con, str(catalog), rowids=rowids).items():
+        if rows is None:
+            con.execute(f'DROP VIEW IF EXISTS temp.main."{table}"')
+        else:
+            con.execute(f'CREATE OR REPLACE TEMP VIEW "{table}" AS {rows}')
+
+
+def rows_of(con: duckdb.DuckDBPyConnection, catalog: str, *, rowids: bool = False) -> dict[str, str | None]:
+    """Per table of :data:`PARQUET_TABLES`, the SELECT of all its rows in the store attached as ``catalog``:
+    the store's own table and the Parquet files its partitioned runs registered; None when it has none."""
+    cat = '"' + catalog.replace('"', '""') + '"'
+    has = con.execute(
+        "SELECT 1 FROM information_schema.tables WHERE table_catalog = $c AND table_schema = 'main' "
+        "AND table_name = 'run_files'",
+        {"c": catalog},
+    ).fetchall()
+    files: dict[str, list[str]] = {}
+    if has:  # a read-only store from before partitioned runs wrote Parquet has no run_files
+        listed = con.execute(f"SELECT tbl, path FROM {cat}.main.run_files ORDER BY run_id, tbl, path").fetchall()
+        for tbl, path in listed:
+            files.setdefault(str(tbl), []).append(str(path))
+    out: dict[str, str | None] = {}
+    for table in PARQUET_TABLES:
+        paths = files.get(table, [])
+        if not paths:
+            out[table] = None
+        elif rowids and table == "spans":
+            out[table] = f'SELECT *, rowid AS rowid FROM {cat}.main."{table}"' + "".join(
+                f" UNION ALL BY NAME SELECT * EXCLUDE (file_row_number), ({n + 1}::BIGINT << 40) + file_row_number "
+                f"AS rowid FROM read_parquet({_quote(p)}, file_row_number = true)"
+                for n, p in enumerate(paths)
+            )
+        else:  # paths the store recorded, as SQL strings
+            out[table] = (
+                f'SELECT * FROM {cat}.main."{table}" UNION ALL BY NAME SELECT * FROM '
+                f"read_parquet([{', '.join(_quote(p) for p in paths)}])"
+            )
+    return out
+
+
+def target(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The store's own ``table`` as a statement that writes to it names it: qualified by the store's catalog
+    when a view of the same name (:func:`views`) stands in front of it for reading, else its plain name."""
+    if table not in PARQUET_TABLES:
+        return table
+    shadowed = con.execute("SELECT 1 FROM duckdb_views() WHERE temporary AND view_name = $t", {"t": table}).fetchall()
+    if not shadowed:
+        return table
+    (catalog,) = con.execute("SELECT current_database()").fetchall()[0]
+    return f'"{str(catalog).replace(chr(34), chr(34) * 2)}".main."{table}"'
 
 
 def _sync_bucket_order(con: duckdb.DuckDBPyConnection) -> None:

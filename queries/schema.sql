@@ -346,3 +346,14 @@ CREATE TABLE IF NOT EXISTS exported (
     exported_at TIMESTAMP,
     PRIMARY KEY (run_id, target, verdict)
 );
+-- a partitioned run's rows live in Parquet files under the run's location (docs/scale-out.md, "Where a
+-- run's rows live"): one row per file, registered by the driver once the run's manifest is written. Every
+-- connection citeline opens reads each of the tables below as its own rows plus these files (a temp view
+-- of the same name, citeline.analyzer.store.views).
+CREATE TABLE IF NOT EXISTS run_files (
+    run_id VARCHAR NOT NULL,
+    tbl VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    row_count BIGINT,
+    PRIMARY KEY (run_id, tbl, path)
+);

@@ -34,6 +34,7 @@ from citeline.analyzer.judges import RulesJudge
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
+from citeline.analyzer.store import connect
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
@@ -122,21 +123,35 @@ def _write(lines: list[bytes], root: Path) -> Path:
 
 
 def _rows(db: Path, table: str, run_id: str) -> Any:
-    con = duckdb.connect(str(db), read_only=True)
+    con = connect(db, read_only=True)  # as every reader opens a store: a partitioned run's files seen through it
     try:
         return con.execute(f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r", {"r": run_id}).fetchall()
     finally:
         con.close()
 
 
+def _read(db: Path, select: str, params: dict[str, Any] | None = None) -> Any:
+    """The rows of ``select`` as an Arrow table, read as every reader opens a store (``store.connect``: a
+    partitioned run's Parquet files seen through its views)."""
+    con = connect(db, read_only=True)
+    try:
+        return con.sql(select, params=params or {}).to_arrow_table()
+    finally:
+        con.close()
+
+
 def _except_all(one: Path, run_one: str, two: Path, run_two: str, table: str) -> tuple[int, int]:
     """Rows of ``table`` in one run and not the other, both ways (EXCEPT ALL: duplicates count)."""
+    q = f"SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r"
+    return _except_all_of(_read(one, q, {"r": run_one}), _read(two, q, {"r": run_two}))
+
+
+def _except_all_of(a_rows: Any, b_rows: Any) -> tuple[int, int]:
     con = duckdb.connect()
     try:
-        con.execute(f"ATTACH '{one}' AS a (READ_ONLY)")
-        con.execute(f"ATTACH '{two}' AS b (READ_ONLY)")
-        a = f"SELECT * EXCLUDE (run_id) FROM a.{table} WHERE run_id = '{run_one}'"
-        b = f"SELECT * EXCLUDE (run_id) FROM b.{table} WHERE run_id = '{run_two}'"
+        con.register("a_rows", a_rows)
+        con.register("b_rows", b_rows)
+        a, b = "SELECT * FROM a_rows", "SELECT * FROM b_rows"
         left = con.execute(f"SELECT count(*) FROM ({a} EXCEPT ALL {b})").fetchall()[0][0]
         right = con.execute(f"SELECT count(*) FROM ({b} EXCEPT ALL {a})").fetchall()[0][0]
         return int(left), int(right)
@@ -145,7 +160,7 @@ def _except_all(one: Path, run_one: str, two: Path, run_two: str, table: str) ->
 
 
 def _problems(db: Path, run_id: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = connect(db, read_only=True)
     try:
         return sorted(
             con.execute(
@@ -176,16 +191,9 @@ def assert_same_run(single: AnalysisResult, one: Path, part: AnalysisResult, two
     assert part.traces_read == single.traces_read
     assert part.engine["failed_partitions"] == []
     # the store holds what ingest would have stored: every span, and each file's traces
-    for table, cols in (("spans", "*"), ("file_traces", "*")):
-        con = duckdb.connect()
-        try:
-            con.execute(f"ATTACH '{one}' AS a (READ_ONLY)")
-            con.execute(f"ATTACH '{two}' AS b (READ_ONLY)")
-            q = "SELECT count(*) FROM (SELECT {c} FROM {d}.{t} EXCEPT ALL SELECT {c} FROM {e}.{t})"
-            assert con.execute(q.format(c=cols, d="a", e="b", t=table)).fetchall()[0][0] == 0, table
-            assert con.execute(q.format(c=cols, d="b", e="a", t=table)).fetchall()[0][0] == 0, table
-        finally:
-            con.close()
+    for table in ("spans", "file_traces"):
+        q = f"SELECT * FROM {table}"
+        assert _except_all_of(_read(one, q), _read(two, q)) == (0, 0), table
 
 
 def _both(
@@ -230,7 +238,7 @@ def test_traces_no_case_joins_are_judged_on_the_corpus_as_in_one_run(client: Any
     single, one, part, two = _both(tmp_path / "app" / "traces", tmp_path, client, gold=gold, partitions=4)
     assert single.coverage["corpus"] > 0 and single.coverage["cases_without_trace"]
     assert_same_run(single, one, part, two)
-    con = duckdb.connect(str(two), read_only=True)
+    con = connect(two, read_only=True)
     try:
         assert con.execute("SELECT traces FROM runs").fetchall() == [(len(chosen) - single.coverage["corpus"],)]
     finally:
@@ -292,7 +300,7 @@ def test_a_pair_two_partitions_meet_is_judged_once_per_worker(tmp_path: Path) ->
     assert single.judge["asked"] > 0
     # before: each partition asked its own, summing to more than the single run
     assert part.judge["asked"] == single.judge["asked"]
-    con = duckdb.connect(str(tmp_path / "two.duckdb"), read_only=True)
+    con = connect(tmp_path / "two.duckdb", read_only=True)
     try:  # and every judgment reaches the store's cache once, as the single run's do
         assert con.execute("SELECT count(*), count(DISTINCT key) FROM judgments").fetchall() == [
             (single.judge["asked"], single.judge["asked"])
@@ -465,7 +473,7 @@ def test_a_partition_that_fails_twice_is_named_and_the_run_says_so(demo_lines: l
         and f"its {len(demo_lines)} trace(s) are not classified" in named
     )
     assert sum(part.summary.values()) == 0 and part.traces_read == 0
-    con = duckdb.connect(str(tmp_path / "p.duckdb"), read_only=True)
+    con = connect(tmp_path / "p.duckdb", read_only=True)
     try:  # the run is stored, and its problems say why it is incomplete
         stored = con.execute("SELECT message FROM input_problems WHERE run_id = $r", {"r": part.run_id}).fetchall()
         assert any("failed twice" in m for (m,) in stored)
@@ -549,7 +557,7 @@ def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: li
         "s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped" in part.problems()
     )
     assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
-    con = duckdb.connect(str(tmp_path / "two.duckdb"), read_only=True)
+    con = connect(tmp_path / "two.duckdb", read_only=True)
     try:  # the store names each object by its URL, never by a worker's temporary copy
         sources = {s for (s,) in con.execute("SELECT DISTINCT source_file FROM spans").fetchall()}
     finally:
@@ -574,3 +582,178 @@ def test_human_labels_override_the_judge_in_every_partition(
     assert single.summary != first.summary  # the labels moved claims
     assert [e for e in part.problems() if "maybe" in e] != []  # the bad row, named once
     assert_same_run(single, one, part, two)
+
+
+# ---- where a partitioned run lives, incremental nights, failures contained (issue #38 items 1-3) -----------
+
+
+def _same_payload(a: Any, b: Any, ids: tuple[str, str]) -> None:
+    """``a`` and ``b`` equal once the two runs' ids are one and their start and end times left out (a reader
+    that names its run)."""
+
+    def bare(x: Any, run_id: str) -> Any:
+        if isinstance(x, dict):
+            return {k: bare(v, run_id) for k, v in x.items() if k not in ("started_at", "finished_at")}
+        if isinstance(x, list):
+            return [bare(v, run_id) for v in x]
+        return x.replace(run_id, "RUN") if isinstance(x, str) else x
+
+    assert bare(json.loads(json.dumps(a, default=str)), ids[0]) == bare(json.loads(json.dumps(b, default=str)), ids[1])
+
+
+def test_a_partitioned_run_lives_in_parquet_and_every_reader_reads_it_as_the_single_run(
+    client: Any, demo_lines: list[bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from citeline.analyzer.phoenix.annotate import annotation_rows, document_annotation_rows, trace_annotation_rows
+    from citeline.analyzer.run.rejudge import rejudge
+
+    traces = _write(demo_lines, tmp_path)
+    single, one, part, two = _both(traces, tmp_path, client, partitions=3)
+    assert_same_run(single, one, part, two)
+    run_dir = Path(part.engine["location"])
+    assert run_dir == (Path(str(two) + ".runs") / part.run_id).resolve()  # the documented default
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    raw = duckdb.connect(str(two), read_only=True)  # the store file itself, without citeline's views
+    try:
+        registered = raw.execute("SELECT tbl, path, row_count FROM run_files WHERE run_id = $r", {"r": part.run_id})
+        assert sorted(registered.fetchall()) == sorted(
+            (t, f["path"], f["rows"]) for t, fs in manifest["tables"].items() for f in fs
+        )
+        for table in ("spans", "claim_results", "case_results", "file_traces"):  # none of them in the file
+            assert raw.execute(f"SELECT count(*) FROM {table}").fetchall() == [(0,)], table
+            assert {Path(f["path"]).parent.name for f in manifest["tables"][table]} == {table}
+        assert len(manifest["tables"]["claim_results"]) == 3  # one file per partition
+    finally:
+        raw.close()
+    # annotate (what it sends to Phoenix), sample, report, the drill-down HTML, rejudge: the same from both
+    cons = [connect(db, read_only=True) for db in (one, two)]
+    try:
+        for rows in (annotation_rows, trace_annotation_rows, document_annotation_rows):
+            _same_payload(rows(cons[0], single.run_id), rows(cons[1], part.run_id), (single.run_id, part.run_id))
+    finally:
+        for c in cons:
+            c.close()
+    outs = []
+    for db, run in ((one, single.run_id), (two, part.run_id)):
+        sheet, html = tmp_path / f"{db.stem}.csv", tmp_path / f"{db.stem}.html"
+        assert main(["sample", "--db", str(db), "--run", run, "--n", "30", "--seed", "3", "--out", str(sheet)]) == 0
+        main(["report", "--db", str(db), "--run", run, "--format", "html", "--out", str(html)])
+        capsys.readouterr()
+        main(["report", "--db", str(db), "--run", run, "--format", "json"])
+        report = json.loads(capsys.readouterr().out)
+        changed = rejudge(db, run, RulesJudge())
+        outs.append((sheet.read_text(encoding="utf-8"), html.read_text(encoding="utf-8"), report, changed))
+    (s1, h1, r1, j1), (s2, h2, r2, j2) = outs
+    assert s1.replace(single.run_id, "RUN") == s2.replace(part.run_id, "RUN") and s1.count("\n") > 20
+    _same_payload(r1, r2, (single.run_id, part.run_id))
+    assert j1.claims == j2.claims > 0 and j1.changes == j2.changes
+    assert _html_rows(h1, single.run_id) == _html_rows(h2, part.run_id)
+
+
+def _html_rows(html: str, run_id: str) -> list[str]:
+    """The drill-down's lines without the run's id and the times it names."""
+    import re
+
+    return [
+        re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?(\.\d+)?", "TIME", x.replace(run_id, "RUN"))
+        for x in html.splitlines()
+    ]
+
+
+def _traces_of(folder: Path) -> dict[str, set[str]]:
+    """Each trace file's trace ids, read here from the lines (hex as the store keeps them)."""
+    out: dict[str, set[str]] = {}
+    for f in sorted(folder.iterdir()):
+        data = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+        out[f.name] = {sp["traceId"] for line in data.splitlines() if line for _r, _s, sp in _spans([line])}
+    return out
+
+
+def test_a_second_night_skips_held_files_and_joins_the_spans_stored_earlier(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    """Two nights on one folder: the first has three of six Collector-split files, the second all six. The
+    second partitioned run reads only the three new files, joins the traces they share with the first
+    night's files to the spans stored then, and gives the single process's second night row for row."""
+    every = _scatter(demo_lines, tmp_path / "all", files=6, seed=5)
+    night = tmp_path / "night" / "traces"
+    night.mkdir(parents=True)
+    names = sorted(p.name for p in every.iterdir())
+    first, second = names[:3], names[3:]
+    for n in first:
+        (night / n).write_bytes((every / n).read_bytes())
+    one, two = tmp_path / "single.duckdb", tmp_path / "partitioned.duckdb"
+    kw: dict[str, Any] = {"gold": gold_path(), "traces": [night]}
+    s1, p1 = analyze(one, **kw), analyze_partitioned(two, client=client, partitions=4, **kw)
+    assert_same_run(s1, one, p1, two)
+    assert (p1.engine["skipped_files"], p1.engine["joined_traces"]) == (0, 0)
+    for n in second:
+        (night / n).write_bytes((every / n).read_bytes())
+    s2, p2 = analyze(one, **kw), analyze_partitioned(two, client=client, partitions=4, map_tasks=2, **kw)
+    assert_same_run(s2, one, p2, two)
+    held = set().union(*(t for n, t in _traces_of(night).items() if n in first))
+    new = set().union(*(t for n, t in _traces_of(night).items() if n in second))
+    assert s2.ingest.files_skipped_unchanged == p2.engine["skipped_files"] == 3
+    assert p2.engine["joined_traces"] == len(new & held) > 0
+    assert p2.traces_read == len(new | held)
+    assert "3 file(s) held skipped" in (p2.engine_line() or "")
+    # a single-process night after a partitioned one reads the partitioned run's files as the store's own
+    mixed = tmp_path / "mixed.duckdb"
+    for n in second:
+        (night / n).unlink()
+    analyze_partitioned(mixed, client=client, partitions=4, **kw)
+    for n in second:
+        (night / n).write_bytes((every / n).read_bytes())
+    m2 = analyze(mixed, **kw)
+    for table in ("claim_results", "case_results"):
+        assert _except_all(one, s2.run_id, mixed, m2.run_id, table) == (0, 0), table
+    assert m2.ingest.files_skipped_unchanged == 3
+
+
+def test_a_map_task_killed_twice_names_its_files_and_the_others_give_the_single_run_on_theirs(
+    client: Any, tmp_path: Path
+) -> None:
+    synth.gold(tmp_path / "gold.yaml")
+    synth.write_traces(tmp_path / "traces", 2400, per_file=600, distinct=True)
+    files = sorted((tmp_path / "traces").iterdir())
+    seen = len(client.get_events("citeline-map"))
+    killed: list[int] = []
+    done = threading.Event()
+
+    def kill_map_task_2_each_time_it_starts() -> None:
+        handled = seen
+        while not done.is_set() and len(killed) < 2:
+            events = list(client.get_events("citeline-map"))
+            for _t, msg in events[handled:]:
+                if msg["task"] == 1 and msg["pid"] != os.getpid():
+                    os.kill(int(msg["pid"]), signal.SIGKILL)
+                    killed.append(int(msg["pid"]))
+            handled = len(events)
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_map_task_2_each_time_it_starts, daemon=True)
+    killer.start()
+    try:
+        part = analyze_partitioned(
+            tmp_path / "p.duckdb",
+            gold=tmp_path / "gold.yaml",
+            traces=[tmp_path / "traces"],
+            client=client,
+            partitions=4,
+            map_tasks=2,
+        )
+    finally:
+        done.set()
+        killer.join()
+    client.wait_for_workers(2, timeout=60)
+    assert len(killed) == 2
+    assert part.engine["failed_map_tasks"] == [2] and part.engine["failed_partitions"] == []
+    [named] = [p for p in part.problems() if p.startswith("partitioned run:map task 2 of 2")]
+    assert f"2 file(s) not read: {files[2]}, {files[3]}" in named and "KilledWorker" in named
+    kept = files[:2]
+    single = analyze(tmp_path / "s.duckdb", gold=tmp_path / "gold.yaml", traces=kept)
+    for table in ("claim_results", "case_results"):
+        assert _except_all(tmp_path / "s.duckdb", single.run_id, tmp_path / "p.duckdb", part.run_id, table) == (0, 0)
+    assert part.summary == single.summary and part.traces_read == single.traces_read == 1200
+    assert part.engine["incomplete_traces"] == 0  # synthetic traces sit whole in one file: none lost a part
+    assert any("may be in the files not read" in p for p in part.problems())

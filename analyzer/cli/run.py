@@ -119,6 +119,7 @@ def _register_analyze(add: AddCommand) -> None:
     an.add_argument(
         "--partitions", type=int, help="with --engine dask: partitions of traces (default four per worker thread)"
     )
+    an.add_argument("--out", help="with --engine dask: the folder the run's Parquet files go to (default DB.runs/)")
     add_format(an, "table", "json")
     an.add_argument("--quiet", action="store_true", help="no progress output")
     add_phoenix(an, "Phoenix base URL: failing claims get span links (or CITELINE_PHOENIX_URL)")
@@ -186,6 +187,8 @@ def _say_after_run(result: AnalysisResult, traces: list[str] | None) -> None:
     failed = result.engine.get("failed_partitions") if result.engine else None
     if failed:  # a partition that failed twice is never a green run: its traces are not classified
         raise CliError(f"partition(s) {', '.join(map(str, failed))} failed twice; the run is incomplete", FAILED)
+    if result.engine and result.engine.get("failed_map_tasks"):  # its files unread: named in the problems
+        raise CliError("a map task failed twice; its files are not read and the run is incomplete", FAILED)
     if sum(result.summary.values()) == 0:  # never a green run on nothing
         cov = result.coverage
         reasons: dict[str, int] = {}
@@ -206,7 +209,7 @@ def _analyze_dask(args: argparse.Namespace, options: RunOptions, shown: bool) ->
         return analyze_partitioned(
             args.db,
             options,
-            Cluster(scheduler=args.scheduler, workers=args.workers, partitions=args.partitions),
+            Cluster(scheduler=args.scheduler, workers=args.workers, partitions=args.partitions, out=args.out),
             on_phase=(lambda name: err(f"{name}...")) if shown else None,
             on_progress=_counter if shown else None,
         )

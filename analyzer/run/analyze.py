@@ -35,6 +35,7 @@ from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, ingest, tra
 from citeline.analyzer.sources.lake import is_url
 from citeline.analyzer.sources.sniffing import not_trace_file
 from citeline.analyzer.store import DEFAULT_DB, connect
+from citeline.analyzer.store import views as store_views
 
 #: what a run's pool of workers imports as it starts, while DuckDB joins traces to cases
 PRELOAD = ("citeline.analyzer.run.splitting", "citeline.analyzer.judges._rules")
@@ -197,6 +198,8 @@ def analyze(
     own = con is None
     con = con or connect(db)
     try:
+        if own and str(db) != ":memory:":  # slices are ranges of span row ids: a partitioned run's spans get some
+            store_views(con, rowids=True)
         stamp = RunStamp.now()
         # ingest: the trace files' spans into the store
         report = ingest(con, traces, progress=progress) if traces else IngestReport()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from citeline.analyzer.store import connect
+from citeline.analyzer.store import connect, rows_of
 
 _KEY = "coalesce(gold_claim_id, claim_text)"
 _CLAIMS = (
@@ -40,18 +40,20 @@ def rejudge(db: str | Path, run_id: str, judge: Any, gold: str | Path | None = N
     mem = connect(":memory:")
     try:
         mem.execute("ATTACH ? AS src (READ_ONLY)", [str(db)])
+        rows = rows_of(mem, "src")  # a partitioned run's spans and claims are Parquet files the store lists
+        spans, claims = (f"({rows[t]})" if rows[t] else f"src.{t}" for t in ("spans", "claim_results"))
         [(before, gold_source)] = mem.execute(
             "SELECT judge, gold_source FROM src.runs WHERE run_id = ?", [run_id]
         ).fetchall()
         mem.execute(
-            "INSERT INTO spans BY NAME SELECT * FROM src.spans WHERE trace_id IN "
-            "(SELECT DISTINCT trace_id FROM src.claim_results WHERE run_id = ?)",
+            f"INSERT INTO spans BY NAME SELECT * FROM {spans} WHERE trace_id IN "
+            f"(SELECT DISTINCT trace_id FROM {claims} WHERE run_id = ?)",
             [run_id],
         )
         mem.execute("INSERT INTO judgments SELECT * FROM src.judgments")  # a judge asked before is not asked again
         old = {
             (t, c, k): (lab, b)
-            for t, c, k, lab, b in mem.execute(_CLAIMS.format(table="src.claim_results"), {"r": run_id}).fetchall()
+            for t, c, k, lab, b in mem.execute(_CLAIMS.format(table=claims), {"r": run_id}).fetchall()
         }
         gold_part, _, corpus_part = str(gold_source).partition("corpus:")  # "GOLD; corpus:FILE" (_analyze)
         result = analyze(

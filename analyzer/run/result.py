@@ -160,8 +160,12 @@ class AnalysisResult:
             f"engine: {e['name']} ({e['scheduler']}, {e['workers']} worker(s)): {e['map_tasks']} map task(s), "
             f"{e['partitions']} partition(s), {e['retries']} task(s) run again"
         )
+        if e.get("skipped_files") or e.get("joined_traces"):  # files the store held, traces it held spans of
+            line += f"; {e['skipped_files']} file(s) held skipped, {e['joined_traces']} trace(s) joined to stored spans"
         if e["failed_partitions"]:
             line += f"; partition(s) {', '.join(map(str, e['failed_partitions']))} failed twice"
+        if e.get("failed_map_tasks"):
+            line += f"; map task(s) {', '.join(map(str, e['failed_map_tasks']))} failed twice"
         if e.get("sampling_workers"):
             line += (
                 f"; {e['sampling_workers']} worker(s) run Dask's profiler or its 20 ms tick, which take the GIL "

@@ -53,6 +53,7 @@ from citeline.analyzer.scaleout import tasks as work
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, trace_files
 from citeline.analyzer.store import DEFAULT_DB, connect
+from citeline.analyzer.store import views as store_views
 
 T = TypeVar("T")
 
@@ -150,6 +151,7 @@ class Cluster:
     workers: int = 2
     partitions: int | None = None
     map_tasks: int | None = None
+    out: str | Path | None = None  # where the run's Parquet files go: default_out(db)
 
     @classmethod
     def split(cls, cluster: Cluster | None, settings: dict[str, Any]) -> tuple[Cluster, dict[str, Any]]:
@@ -157,6 +159,16 @@ class Cluster:
         names = {f.name for f in fields(cls)}
         mine = {k: v for k, v in settings.items() if k in names}
         return replace(cluster or cls(), **mine), {k: v for k, v in settings.items() if k not in names}
+
+
+def default_out(db: str | Path) -> Path:
+    """Where a partitioned run writes its rows when ``--out`` is not given: a folder beside the store
+    (``citeline.duckdb`` -> ``citeline.duckdb.runs/``), one folder per run in it."""
+    if str(db) == ":memory:":
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="citeline-runs-"))
+    return Path(str(db) + ".runs")
 
 
 def analyze_partitioned(
@@ -194,9 +206,17 @@ def analyze_partitioned(
         client, close = _client(cluster.scheduler, cluster.workers)
     con = connect(db)
     try:
-        plan = _plan(client, files, listing_problems, cluster)
+        held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
+        plan = _plan(client, files, listing_problems, cluster, held)
         ctx = _context(con, setup)
-        return _Driver(setup, plan, client, con, watch, db, RunStamp.now()).run(ctx)
+        stamp = RunStamp.now()
+        if _lake.is_url(str(cluster.out or "")):
+            raise InputError(
+                "--out: a partitioned run writes its rows to a folder every worker reaches (object "
+                "storage is not supported yet: docs/scale-out.md)"
+            )
+        run_dir = Path(cluster.out or default_out(db)).resolve() / stamp.run_id
+        return _Driver(setup, plan, client, con, watch, db, stamp, run_dir).run(ctx)
     finally:
         con.close()
         if own:
@@ -214,14 +234,24 @@ class _Plan:
     parts: int
     workers: int
     scheduler: str | None
+    skipped: list[str] = field(default_factory=list)  # files the store held at their size: their traces from it
 
 
-def _plan(client: Any, files: list[tuple[str, int]], listing_problems: list[Problem], cluster: Cluster) -> _Plan:
+def _plan(
+    client: Any,
+    files: list[tuple[str, int]],
+    listing_problems: list[Problem],
+    cluster: Cluster,
+    held: set[tuple[str, int]],
+) -> _Plan:
     threads = max(1, sum(client.nthreads().values()))
     parts = max(1, cluster.partitions or 4 * threads)
-    total = sum(size for _f, size in files)
-    tasks = max(1, min(len(files), cluster.map_tasks or max(threads, -(-total // MAP_BYTES))))
-    return _Plan(files, listing_problems, _map_groups(files, tasks), parts, len(client.nthreads()), cluster.scheduler)
+    todo = [i for i, f in enumerate(files) if f not in held]  # a file the store holds at its size: not read again
+    total = sum(files[i][1] for i in todo)
+    tasks = max(1, min(len(todo), cluster.map_tasks or max(threads, -(-total // MAP_BYTES)))) if todo else 0
+    groups = [[todo[i] for i in g] for g in _map_groups([files[i] for i in todo], tasks)] if todo else []
+    skipped = [files[i][0] for i in range(len(files)) if files[i] in held]
+    return _Plan(files, listing_problems, groups, parts, len(client.nthreads()), cluster.scheduler, skipped)
 
 
 def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
@@ -240,19 +270,19 @@ def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
 
 @dataclass
 class _Tasks:
-    """The run's tasks as submitted: map metadata, each partition's pieces (held until its reduce is
-    stored: a partition that fails twice has its spans stored from them), the reduces, the context."""
+    """The run's tasks as submitted: each map task's pieces and metadata, the context, the reduces."""
 
+    pieces: list[list[Any]]
     metas: list[Any]
-    wanted: dict[int, list[Any]]
-    reduces: dict[Any, int]
     shipped: Any
+    reduces: dict[Any, int] = field(default_factory=dict)
+    wanted: dict[int, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
 class _Driver:
-    """One partitioned run on the driver: what it is, how it is cut, its cluster and store, what it has
-    read so far, and its own timings."""
+    """One partitioned run on the driver: what it is, how it is cut, its cluster and store, where its rows go,
+    what it has read so far, and its own timings."""
 
     setup: Setup
     plan: _Plan
@@ -261,39 +291,55 @@ class _Driver:
     watch: Watch
     db: str | Path
     stamp: RunStamp
+    run_dir: Path
     prefix: str = field(default_factory=lambda: "citeline-" + uuid.uuid4().hex[:8])  # tasks and events of this run
     report: IngestReport = field(default_factory=IngestReport)
     seconds: dict[str, Any] = field(
-        default_factory=lambda: {"map": [], "reduce": [], "store_ingest": 0.0, "store_spans": 0.0, "store_rows": 0.0}
+        default_factory=lambda: {
+            "map": [],
+            "reduce": [],
+            "store_ingest": 0.0,
+            "store_spans": 0.0,
+            "store_rows": 0.0,
+            "commit": 0.0,
+            "driver_cpu": 0.0,
+        }
     )
-    fresh: bool = False  # the store held no spans before this run: a partition's go in without a join
+    files: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # table -> (Parquet file, rows)
+    lost_maps: list[int] = field(default_factory=list)
+    incremental: dict[str, int] = field(default_factory=lambda: {"skipped_files": 0, "joined_traces": 0})
+
+    def out(self, earlier: str | None = None) -> work.Output:
+        return work.Output(str(self.run_dir), self.stamp.run_id, earlier, bool(self.lost_maps))
 
     def run(self, ctx: work.Context) -> AnalysisResult:
         plan, watch = self.plan, self.watch
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         tasks = self._submit(ctx)
-        # the map phase: each file's traces and the files read, as ingest would have stored them (the spans
-        # come back with the partitions: each partition's reduce has read them once, first file first)
         watch.phase(
-            f"reading {len(plan.files)} trace file(s) in {len(plan.groups)} map task(s) on {plan.workers} worker(s)"
+            f"reading {len(plan.files) - len(plan.skipped)} trace file(s) in {len(plan.groups)} map task(s) on "
+            f"{plan.workers} worker(s)"
+            + (f"; {len(plan.skipped)} held by the store at their size" if plan.skipped else "")
         )
         self.report.paths = [f for f, _s in plan.files]
-        self.fresh = not self.con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]
+        self.report.files_skipped_unchanged = self.incremental["skipped_files"] = len(plan.skipped)
         self._read_maps(tasks.metas)
-        tasks.metas = []
-        # the reduce phase: every partition's rows under this run's id, as each finishes
+        earlier = self._timed("store_spans", self._earlier)
+        self._reduce(tasks, ctx, earlier)
         watch.phase(f"classifying {plan.parts} partition(s)")
-        tallies, failed = self._collect(tasks)
+        tallies, failed, orphaned = self._collect(tasks)
         watch.phase("storing the run")
-        result = self._finish(tallies, failed)
+        self._timed("commit", self._commit, failed)
+        result = self._finish(tallies, failed, orphaned)
         result.engine["seconds"] = self.seconds  # each task's own timings and the driver's storing: bench/scaleout.py
         result.engine["sampling_workers"] = _sampling_workers(self.client)
         return result
 
     def _submit(self, ctx: work.Context) -> _Tasks:
-        client, prefix, files, parts = self.client, self.prefix, self.plan.files, self.plan.parts
+        client, prefix, files, parts, out = self.client, self.prefix, self.plan.files, self.plan.parts, self.out()
         maps = [
             client.submit(
-                work.map_files, prefix, m, [files[i][0] for i in g], g, parts, key=f"{prefix}-map-{m}", retries=1
+                work.map_files, prefix, m, [files[i][0] for i in g], g, parts, out, key=f"{prefix}-map-{m}", retries=1
             )
             for m, g in enumerate(self.plan.groups)
         ]
@@ -301,74 +347,173 @@ class _Driver:
             [client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
             for m, mf in enumerate(maps)
         ]
-        wanted = {p: [r[p] for r in pieces] for p in range(parts)}
         metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
         del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
+        return _Tasks(pieces, metas, None)
+
+    def _reduce(self, tasks: _Tasks, ctx: work.Context, earlier: str | None) -> None:
+        """Every partition's reduce, on the pieces of the map tasks that gave theirs (a map task that failed
+        twice feeds none: the partitions run on the others' spans)."""
+        client, prefix, parts, out = self.client, self.prefix, self.plan.parts, self.out(earlier)
+        good = [r for m, r in enumerate(tasks.pieces) if m not in self.lost_maps]
+        for m in self.lost_maps:
+            client.cancel(tasks.pieces[m])
+        tasks.wanted = {p: [r[p] for r in good] for p in range(parts)}
         # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
-        # for good, while a task's result is made again; each worker fetches it once and keeps it for the run
-        shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
-        reduces = {
-            client.submit(work.reduce_partition, prefix, p, wanted[p], shipped, key=f"{prefix}-part-{p}", retries=1): p
+        # for good, while a task's result is made again; each worker fetches it once and keeps it for the run.
+        # Submitted after the map phase: a worker that dies twice under a map task takes no other task with it
+        tasks.shipped = client.submit(work.context, ctx, key=f"{prefix}-context")
+        tasks.reduces = {
+            client.submit(
+                work.reduce_partition,
+                prefix,
+                p,
+                tasks.wanted[p],
+                tasks.shipped,
+                out,
+                key=f"{prefix}-part-{p}",
+                retries=1,
+            ): p
             for p in range(parts)
         }
-        return _Tasks(metas, wanted, reduces, shipped)
+        tasks.pieces = []
 
     def _timed(self, what: str, fn: Callable[..., T], *args: Any) -> T:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         got = fn(*args)
         self.seconds[what] += time.perf_counter() - t
+        self.seconds["driver_cpu"] += time.process_time() - c
         return got
 
     def _read_maps(self, metas: list[Any]) -> None:
-        """Each map task's file_traces and ingested_files into the store; a map task that failed twice named."""
+        """Each map task's ingested_files into the store, its file_traces file noted; a map task that failed
+        twice named with its files (the partitions run without them)."""
         report, groups = self.report, self.plan.groups
         for m, meta_f in enumerate(metas):
             try:
                 meta = meta_f.result()
             except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
                 lost = [self.plan.files[i][0] for i in groups[m]]
+                self.lost_maps.append(m)
                 report.paths = [p for p in report.paths if p not in lost]
+                shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
                 report.problems.append(
                     Problem(
                         "partitioned run",
                         f"map task {m + 1} of {len(groups)}",
                         "-",
-                        f"failed twice ({_why(exc)}): {len(lost)} file(s) not read, from {lost[0]}; run again",
+                        f"failed twice ({_why(exc)}): {len(lost)} file(s) not read: {shown}; the other files' "
+                        "traces are classified without them; run again to read them",
                     )
                 )
             else:
                 self._timed("store_ingest", _store_ingest, self.con, meta, report)
+                if meta["file_traces_rows"]:
+                    self.files.setdefault("file_traces", []).append((meta["file_traces"], meta["file_traces_rows"]))
                 self.seconds["map"].append(meta["seconds"])
             self.watch.tick("reading trace files", m + 1, len(groups))
         report.problems.extend(self.plan.listing_problems)
 
-    def _collect(self, tasks: _Tasks) -> tuple[list[Tally], list[tuple[int, str]]]:
-        """Each partition's spans and rows into the store as it finishes; the partitions' tallies, and the
-        partitions that failed twice (their spans stored from their pieces, as ingest would have)."""
+    def _earlier(self) -> str | None:
+        """The spans the store held before this run of the run's traces (those of the files it skipped, and
+        those of new files' traces stored earlier from other files), laid out per partition for the reduces;
+        None when the store held no span. Counts the new files' traces that joined spans stored earlier."""
+        con = self.con
+        if not con.execute("SELECT count(*) FROM (SELECT 1 FROM spans LIMIT 1)").fetchall()[0][0]:
+            return None  # a fresh store: nothing to join, nothing to lay out
+        new = [f for f, _n in self.files.get("file_traces", [])]
+        con.execute("CREATE OR REPLACE TEMP TABLE t_new_traces (trace_id VARCHAR)")
+        if new:
+            con.execute("INSERT INTO t_new_traces SELECT DISTINCT trace_id FROM read_parquet($f)", {"f": new})
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE t_run_traces AS SELECT trace_id FROM t_new_traces UNION "
+            "SELECT trace_id FROM file_traces WHERE list_contains($held, source_file)",
+            {"held": self.plan.skipped},
+        )
+        folder = self.run_dir / "earlier"
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE t_earlier AS SELECT s.*, (hash(s.trace_id) % $p)::BIGINT AS part "
+            "FROM spans AS s SEMI JOIN t_run_traces AS t ON t.trace_id = s.trace_id",
+            {"p": self.plan.parts},
+        )
+        (joined,) = con.execute(
+            "SELECT count(*) FROM t_new_traces AS n WHERE EXISTS (SELECT 1 FROM t_earlier AS e "
+            "WHERE e.trace_id = n.trace_id)"
+        ).fetchall()[0]
+        self.incremental["joined_traces"] = int(joined)
+        if con.execute("SELECT count(*) FROM t_earlier").fetchall()[0][0]:
+            con.execute(
+                f"COPY t_earlier TO {_literal(str(folder))} (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (part))"
+            )
+        for t in ("t_new_traces", "t_run_traces", "t_earlier"):
+            con.execute(f"DROP TABLE {t}")
+        return str(folder)
+
+    def _collect(self, tasks: _Tasks) -> tuple[list[Tally], list[tuple[int, str]], int]:
+        """Each partition's small rows into the store as it finishes, its files noted; the partitions' tallies,
+        the partitions that failed twice (their spans written all the same), and the traces that may miss a part."""
         import distributed
 
         as_completed: Any = distributed.as_completed
         reduces, wanted = tasks.reduces, tasks.wanted
         tallies: list[Tally] = []
         failed: list[tuple[int, str]] = []
+        orphaned = 0
+        spans_only: list[Any] = []
         for n, (fut, out) in enumerate(as_completed(list(reduces), with_results=True, raise_errors=False), 1):
-            part = reduces.pop(fut)  # the scheduler drops a stored partition's result (its spans)
+            part = reduces.pop(fut)
             if fut.status != "finished" or isinstance(out, BaseException):  # erred, or cancelled by the scheduler
                 why = fut.exception() if fut.status == "error" else out
                 failed.append((part, _why(why if isinstance(why, BaseException) else None)))
-                got = [p for p in self.client.gather(wanted.pop(part), errors="skip") if p is not None]  # a lost map
-                pieces = work.first_readings(self.con, got)[1]
-                self.report.spans_added += self._timed("store_spans", _store_spans, self.con, pieces, self.fresh)
+                key = f"{self.prefix}-spans-{part}"
+                spans_only.append(
+                    self.client.submit(work.spans_only, self.prefix, part, wanted.pop(part), self.out(), key=key)
+                )
             else:
                 del wanted[part]
-                self.report.spans_added += self._timed("store_spans", _store_spans, self.con, out["spans"], self.fresh)
+                for table, (path, rows) in out["written"].items():
+                    if rows:
+                        self.files.setdefault(table, []).append((path, rows))
+                self.report.spans_added += out["written"]["spans"][1]
                 self._timed("store_rows", _store_rows, self.con, self.stamp.run_id, out)
                 self.seconds["reduce"].append({**out["seconds"], "traces": out["tally"].traces})
                 tallies.append(out["tally"])
+                orphaned += out["orphaned"]
             self.watch.tick("classifying partitions", n, self.plan.parts)
-        return tallies, failed
+        for fut in spans_only:
+            try:
+                got = int(fut.result())
+            except Exception:  # noqa: BLE001 - its spans stay unread: the partition is named failed already
+                continue
+            if got:
+                part = int(str(fut.key).rsplit("-", 1)[1])
+                self.files.setdefault("spans", []).append((self.out().path("spans", f"part-{part:05d}"), got))
+                self.report.spans_added += got
+        return tallies, failed, orphaned
 
-    def _finish(self, tallies: list[Tally], failed: list[tuple[int, str]]) -> AnalysisResult:
+    def _commit(self, failed: list[tuple[int, str]]) -> None:
+        """The run's manifest, written last (a run without one was never committed), then its files in the
+        store's run_files and this connection's views over them."""
+        import json
+        import os
+
+        manifest = {
+            "run_id": self.stamp.run_id,
+            "partitions": self.plan.parts,
+            "map_tasks": len(self.plan.groups),
+            "failed_map_tasks": [m + 1 for m in self.lost_maps],
+            "failed_partitions": [p + 1 for p, _w in sorted(failed)],
+            "tables": {t: [{"path": p, "rows": n} for p, n in sorted(fs)] for t, fs in sorted(self.files.items())},
+        }
+        tmp = self.run_dir / "manifest.json.tmp"
+        tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        os.replace(tmp, self.run_dir / "manifest.json")
+        rows = [(self.stamp.run_id, t, p, n) for t, fs in self.files.items() for p, n in fs]
+        if rows:
+            self.con.executemany("INSERT INTO run_files VALUES (?, ?, ?, ?)", rows)
+        store_views(self.con)
+
+    def _finish(self, tallies: list[Tally], failed: list[tuple[int, str]], orphaned: int) -> AnalysisResult:
         """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
         con, run_id, plan, report = self.con, self.stamp.run_id, self.plan, self.report
         attempts = _attempts(self.client, self.prefix)
@@ -377,7 +522,17 @@ class _Driver:
         _merge_skipped_text(con, run_id)
         tally = sum(tallies, Tally())
         report.problems.extend(tally.problems())
-        report.problems.extend(_lost(con, failed, plan.parts, report.paths))
+        report.problems.extend(self._lost(failed))
+        if self.lost_maps:
+            report.problems.append(
+                Problem(
+                    "partitioned run",
+                    "traces classified without a failed map task's files",
+                    "-",
+                    f"{orphaned} trace(s) have a span whose parent span is not among their spans: a part of them "
+                    "may be in the files not read (their rows may be incomplete)",
+                )
+            )
         report.skipped = sum(p.skipped for p in report.problems)
         # a gold case is missing when no partition's trace answered it: counted once over them all
         result = finish(con, self.setup, self.stamp, report, tally, label_errors=label_errors, db=self.db)
@@ -389,9 +544,39 @@ class _Driver:
             "partitions": plan.parts,
             "retries": sum(n - 1 for kind in attempts.values() for n in kind.values() if n > 1),
             "failed_partitions": [p + 1 for p, _w in sorted(failed)],
+            "failed_map_tasks": [m + 1 for m in self.lost_maps],
+            "incomplete_traces": orphaned,
+            "location": str(self.run_dir),
+            **self.incremental,
         }
         let_go(result)
         return result
+
+    def _lost(self, failed: list[tuple[int, str]]) -> list[Problem]:
+        """A problem per partition that failed twice, naming how many traces it leaves unclassified."""
+        out = []
+        new = [f for f, _n in self.files.get("file_traces", [])]
+        parts = self.plan.parts
+        mine = "SELECT trace_id FROM read_parquet($new) UNION ALL " if new else ""
+        for part, why in sorted(failed):
+            (n,) = self.con.execute(
+                f"SELECT count(DISTINCT trace_id) FROM ({mine}SELECT trace_id FROM file_traces "
+                "WHERE list_contains($held, source_file)) WHERE hash(trace_id) % $p = $b",
+                {"p": parts, "b": part, "held": self.plan.skipped, **({"new": new} if new else {})},
+            ).fetchall()[0]
+            out.append(
+                Problem(
+                    "partitioned run",
+                    f"partition {part + 1} of {parts}",
+                    "-",
+                    f"failed twice ({why}): its {n} trace(s) are not classified; run again (the store keeps the rest)",
+                )
+            )
+        return out
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _sampling_workers(client: Any) -> int | None:
@@ -427,40 +612,9 @@ def _attempts(client: Any, prefix: str) -> dict[str, dict[int, int]]:
     return out
 
 
-def _store_spans(con: duckdb.DuckDBPyConnection, pieces: list[bytes], fresh: bool) -> int:
-    """One partition's spans (each read once: ``work.first_readings``) into the store, in one insert; how many.
-
-    Partitions hold disjoint traces, so only spans stored before this run can be there already: in a
-    ``fresh`` store there are none, and the insert is an append (no join with a growing table).
-    """
-    if not pieces:
-        return 0
-    import pyarrow as pa  # type: ignore[import-untyped]
-
-    con.register("_part_spans", pa.concat_tables([work.arrow(p) for p in pieces]))
-    try:
-        new = (
-            ""
-            if fresh
-            else (
-                " AS n WHERE NOT EXISTS (SELECT 1 FROM spans AS old WHERE old.trace_id = n.trace_id"
-                " AND old.span_id = n.span_id)"
-            )
-        )
-        added = con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _part_spans" + new).fetchall()
-    finally:
-        con.unregister("_part_spans")
-    return int(added[0][0]) if added else 0
-
-
 def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: IngestReport) -> None:
-    """One map task's file_traces and ingested_files into the store, and its report into the run's."""
-    con.register("_ft", work.arrow(meta["file_traces"]))  # one set-based insert: executemany costs ~1 ms a row
-    con.execute(
-        "INSERT INTO file_traces BY NAME SELECT DISTINCT * FROM _ft AS b WHERE NOT EXISTS (SELECT 1 FROM file_traces "
-        "AS f WHERE f.source_file = b.source_file AND f.trace_id = b.trace_id)"
-    )
-    con.unregister("_ft")
+    """One map task's ingested_files into the store (a row per file; its file_traces it wrote itself), and its
+    report into the run's."""
     held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
     fresh = [row for row in meta["ingested"] if (str(row[0]), int(row[1])) not in held]  # read again: recorded once
     if fresh:
@@ -474,8 +628,9 @@ def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: 
 
 
 def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]) -> None:
-    """One partition's rows under the run's id, and its new judgments into the store's cache."""
-    for table, data in out["rows"].items():  # names from work.RESULT_TABLES, never user input
+    """One partition's small rows (work.SENT_TABLES) under the run's id, and its new judgments into the store's
+    cache."""
+    for table, data in out["rows"].items():  # names from work.SENT_TABLES, never user input
         con.register("_rows", work.arrow(data))
         if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
             _store_once(con, table, run_id)
@@ -505,23 +660,3 @@ def _merge_skipped_text(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     )
     con.execute("DELETE FROM run_skipped_text WHERE run_id = $r", {"r": run_id})
     con.execute("INSERT INTO run_skipped_text BY NAME SELECT $r AS run_id, * FROM t_skipped", {"r": run_id})
-
-
-def _lost(con: duckdb.DuckDBPyConnection, failed: list[tuple[int, str]], parts: int, paths: list[str]) -> list[Problem]:
-    """A problem per partition that failed twice, naming how many traces it leaves unclassified."""
-    out = []
-    for part, why in sorted(failed):
-        (n,) = con.execute(
-            "SELECT count(DISTINCT trace_id) FROM spans WHERE hash(trace_id) % $p = $b AND trace_id IN "
-            "(SELECT trace_id FROM file_traces WHERE list_contains($files, source_file))",
-            {"p": parts, "b": part, "files": paths},
-        ).fetchall()[0]
-        out.append(
-            Problem(
-                "partitioned run",
-                f"partition {part + 1} of {parts}",
-                "-",
-                f"failed twice ({why}): its {n} trace(s) are not classified; run again (the store keeps the rest)",
-            )
-        )
-    return out

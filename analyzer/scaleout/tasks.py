@@ -28,17 +28,46 @@ from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.sources.ingest import ingest
 from citeline.analyzer.store import connect
 
-#: the rows a partition hands back, per table of the store (each keyed by the run id)
-RESULT_TABLES = (
-    "claim_results",
-    "case_results",
-    "unmatched_traces",
-    "run_skipped_text",
-    "run_span_chunks",
-    "run_feedback",
-    "run_chunks",
-    "run_support",
-)
+#: the rows a partition writes as Parquet under the run's location, one file per table (each keyed by the
+#: run id); the store reads them through store.views
+WRITTEN_TABLES = ("claim_results", "case_results", "unmatched_traces", "run_span_chunks", "run_feedback")
+#: the rows a partition hands back to the driver: a row per kind of skipped text, and the gold set's rows every
+#: partition gives again (bounded by the gold set, not by the traces)
+SENT_TABLES = ("run_skipped_text", "run_chunks", "run_support")
+RESULT_TABLES = WRITTEN_TABLES + SENT_TABLES
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a partitioned run writes its rows (a folder every worker reaches at the same path: the run's
+    location, docs/scale-out.md) and what a partition adds to its spans: the spans of its traces the store
+    held before the run (``earlier``: a folder of Parquet per partition, or None), and whether a map task
+    failed (then each partition counts its traces that may miss a part)."""
+
+    run_dir: str
+    run_id: str
+    earlier: str | None = None
+    maps_lost: bool = False
+
+    def path(self, table: str, name: str) -> str:
+        return str(Path(self.run_dir) / table / f"{name}.parquet")
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def write(con: duckdb.DuckDBPyConnection, select: str, path: str) -> int:
+    """The rows of ``select`` as one Parquet file (zstd) at ``path``, written whole or not at all (a retried
+    task writes it again); how many."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    part = f"{path}.{os.getpid()}.tmp"
+    con.execute(f"COPY ({select}) TO {_quote(part)} (FORMAT parquet, COMPRESSION zstd)")
+    (n,) = con.execute(f"SELECT count(*) FROM read_parquet({_quote(part)})").fetchall()[0]
+    os.replace(part, path)
+    return int(n)
+
+
 MAP_EVENTS, REDUCE_EVENTS = "citeline-map", "citeline-partition"
 
 
@@ -150,8 +179,9 @@ def _threads(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"SET threads = {max(1, int(nthreads or 1))}")  # an int, never user input
 
 
-def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: int) -> dict[str, Any]:
-    """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition."""
+def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: int, out: Output) -> dict[str, Any]:
+    """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition, each file's
+    traces written under the run's location."""
     _event(MAP_EVENTS, {"run": run, "task": task})
     t0, c0 = time.perf_counter(), time.process_time()
     con = connect(":memory:")
@@ -175,7 +205,8 @@ def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: in
         meta = {
             "files": files,
             "report": report,
-            "file_traces": parquet(con.sql("SELECT * FROM file_traces").to_arrow_table()),  # a row per trace
+            "file_traces": out.path("file_traces", f"map-{task:05d}"),
+            "file_traces_rows": write(con, "SELECT * FROM file_traces", out.path("file_traces", f"map-{task:05d}")),
             "ingested": con.execute("SELECT * FROM ingested_files").fetchall(),
             # what the bench reports: wall seconds, and the worker's CPU seconds (a shared machine's load aside)
             "seconds": {"ingest": t1 - t0, "cut": time.perf_counter() - t1, "cpu": time.process_time() - c0},
@@ -195,22 +226,26 @@ def meta(out: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes]) -> tuple[Any, list[bytes]]:
+def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes], earlier: Any = None) -> tuple[Any, list[bytes]]:
     """A partition's spans from its map pieces, each span once (a span read in two map tasks, the same
     line in two files, keeps the first file's reading); as one Arrow table and as Parquet pieces.
 
     Spans read twice are rare: when there are none the pieces go back as they came, not written again.
+    ``earlier`` (the spans of these traces the store held before the run, ``file_rank`` -1) come first.
     """
-    if not pieces:
+    if not pieces and earlier is None:
         return None, []
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    table = pa.concat_tables([arrow(p) for p in pieces])
+    tables = [arrow(p) for p in pieces]
+    if earlier is not None:
+        tables = [earlier.cast(tables[0].schema) if tables else earlier, *tables]
+    table = pa.concat_tables(tables)
     con.register("_pieces", table)
     try:
         (twice,) = con.execute("SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM _pieces").fetchall()[0]
         if not twice:
-            return table, pieces
+            return table, pieces if earlier is None else [parquet(table)]
         kept = con.sql(
             "SELECT * EXCLUDE (n) FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, span_id "
             "ORDER BY file_rank) AS n FROM _pieces) WHERE n = 1"
@@ -220,8 +255,57 @@ def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes]) -> tuple
         con.unregister("_pieces")
 
 
-def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context) -> dict[str, Any]:
-    """Run ``analyze`` over one partition's spans on this worker; its rows, tallies and new judgments."""
+def _earlier(con: duckdb.DuckDBPyConnection, out: Output, part: int) -> Any:
+    """The spans the store held before the run of this partition's traces (the driver laid them out), or None."""
+    if out.earlier is None:
+        return None
+    folder = Path(out.earlier) / f"part={part}"
+    if not any(folder.glob("*.parquet")):
+        return None
+    glob = _quote(str(folder / "*.parquet"))
+    return con.sql(
+        f"SELECT * EXCLUDE (part), -1::BIGINT AS file_rank FROM read_parquet({glob}, hive_partitioning = true)"
+    ).to_arrow_table()
+
+
+def _load(con: duckdb.DuckDBPyConnection, out: Output, part: int, pieces: list[bytes | None]) -> int:
+    """The partition's spans into ``con``'s spans (each once, the store's earlier ones first); the spans this
+    run read that the store did not hold written under the run's location. How many it wrote."""
+    present = [p for p in pieces if p is not None]
+    kept, _back = first_readings(con, present, _earlier(con, out, part))
+    if kept is None:
+        return 0
+    con.register("_kept", kept)
+    try:
+        con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _kept")
+        return write(
+            con, "SELECT * EXCLUDE (file_rank) FROM _kept WHERE file_rank >= 0", out.path("spans", f"part-{part:05d}")
+        )
+    finally:
+        con.unregister("_kept")
+
+
+def spans_only(run: str, part: int, pieces: list[bytes | None], out: Output) -> int:
+    """A partition whose classification failed twice: its spans written all the same, as ingest would have
+    stored them; how many."""
+    con = connect(":memory:")
+    try:
+        return _load(con, out, part, pieces)
+    finally:
+        con.close()
+
+
+#: traces with a span whose parent is not among their spans: where a map task failed, a part may be in its files
+_ORPHANED = (
+    "SELECT count(DISTINCT s.trace_id) FROM spans AS s WHERE s.parent_span_id IS NOT NULL AND s.parent_span_id <> '' "
+    "AND NOT EXISTS (SELECT 1 FROM spans AS p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_span_id)"
+)
+
+
+def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context, out: Output) -> dict[str, Any]:
+    """Run ``analyze`` over one partition's spans on this worker; its spans and rows written under the run's
+    location (:data:`WRITTEN_TABLES`), and back to the driver only counts, tallies, the small rows
+    (:data:`SENT_TABLES`) and new judgments."""
     _event(REDUCE_EVENTS, {"run": run, "partition": part})
     t0, c0 = time.perf_counter(), time.process_time()
     options = _laid_out(ctx)
@@ -232,35 +316,36 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
         con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _cached")
         con.unregister("_cached")
         con.execute("CREATE TEMP TABLE t_cached AS SELECT key FROM judgments")
-        present = [p for p in pieces if p is not None]
-        kept, back = first_readings(con, present)
-        if kept is not None:
-            con.register("_kept", kept)
-            con.execute("INSERT INTO spans BY NAME SELECT * EXCLUDE (file_rank) FROM _kept")
-            con.unregister("_kept")
-            del kept  # the partition's spans are in DuckDB now: one copy while analyze runs
+        spans = _load(con, out, part, pieces)
+        orphaned = int(con.execute(_ORPHANED).fetchall()[0][0]) if out.maps_lost else 0
         t1 = time.perf_counter()
         learned = _learned(run)
         with _workers.in_process():
             result = analyze(":memory:", options, con=con, known=learned)
         t2 = time.perf_counter()
-        rows = {
-            t: con.sql(
-                f"SELECT * EXCLUDE (run_id) FROM {t} WHERE run_id = $r", params={"r": result.run_id}
-            ).to_arrow_table()
-            for t in RESULT_TABLES  # names from this module, never user input
+        of_run = f"SELECT * REPLACE ({_quote(out.run_id)} AS run_id) FROM {{t}} WHERE run_id = {_quote(result.run_id)}"
+        written = {
+            t: (out.path(t, f"part-{part:05d}"), write(con, of_run.format(t=t), out.path(t, f"part-{part:05d}")))
+            for t in WRITTEN_TABLES  # names from this module, never user input
+        }
+        sent = {
+            t: parquet(
+                con.sql(
+                    f"SELECT * EXCLUDE (run_id) FROM {t} WHERE run_id = $r", params={"r": result.run_id}
+                ).to_arrow_table()
+            )
+            for t in SENT_TABLES
         }
         new = con.sql("SELECT * FROM judgments ANTI JOIN t_cached USING (key)").to_arrow_table()
         if len(learned) < LEARNED_MAX:  # only a partition that got this far teaches the next ones
             cols = new.select(["key", "label", "rationale"]).to_pydict()
             learned.update(zip(cols["key"], zip(cols["label"], cols["rationale"], strict=True), strict=True))
-        out = {t: parquet(r) for t, r in rows.items()}
-        judged = parquet(new)
         return {
             "part": part,
-            "rows": out,
-            "judgments": judged,
-            "spans": back,  # the driver stores them: no second reading of the pieces there
+            "written": {**written, "spans": (out.path("spans", f"part-{part:05d}"), spans)},
+            "rows": sent,
+            "judgments": parquet(new),
+            "orphaned": orphaned,
             "seconds": {
                 "load": t1 - t0,
                 "analyze": t2 - t1,

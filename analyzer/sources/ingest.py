@@ -28,7 +28,7 @@ from citeline.analyzer.sources import genai
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources import logs as _logs
 from citeline.analyzer.sources.sniffing import BOM, SNIFF_BYTES, broken_gzip, not_trace_file, not_utf8
-from citeline.analyzer.store import SCHEMA_VERSIONS, run
+from citeline.analyzer.store import SCHEMA_VERSIONS, run, sql, target
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
 from citeline.instrumentation.schema import CL_ADAPTER_ERROR
 
@@ -385,7 +385,8 @@ def _by_url(con: duckdb.DuckDBPyConnection, report: IngestReport, spool: _lake.S
         ("ingested_files", "path"),
         ("logs", "source_file"),
     ):
-        con.execute(f"UPDATE {table} SET {column} = s.url FROM t_spooled AS s WHERE {table}.{column} = s.local")
+        own = target(con, table)  # the store's own rows: a partitioned run's files are never rewritten
+        con.execute(f"UPDATE {own} AS o SET {column} = s.url FROM t_spooled AS s WHERE o.{column} = s.local")
     con.execute("DROP TABLE t_spooled")
 
 
@@ -432,7 +433,10 @@ def _rejoin_late_logs(con: duckdb.DuckDBPyConnection, report: IngestReport) -> N
         return
     con.execute("CREATE OR REPLACE TEMP TABLE t_stale (source_file VARCHAR, trace_id VARCHAR, span_id VARCHAR)")
     con.executemany("INSERT INTO t_stale VALUES (?, ?, ?)", redo)
-    con.execute("DELETE FROM spans AS s USING t_stale AS t WHERE s.trace_id = t.trace_id AND s.span_id = t.span_id")
+    con.execute(
+        f"DELETE FROM {target(con, 'spans')} AS s USING t_stale AS t "
+        "WHERE s.trace_id = t.trace_id AND s.span_id = t.span_id"
+    )
     con.execute("DROP TABLE t_stale")
     for f in readable:
         shape = measure(Path(f), MAX_LINE_BYTES)
@@ -462,6 +466,17 @@ def _one_by_one(con: duckdb.DuckDBPyConnection, batch: list[Path], exc: Exceptio
 # a span read more than once in one batch (checking costs ~1% of the parse; dropping the
 # repeats with a window over every row cost 30%, so it runs only when there are any)
 _REPEATS = "SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM t_batch"
+
+
+def _write(con: duckdb.DuckDBPyConnection, name: str) -> duckdb.DuckDBPyConnection:
+    """Run the query file ``name``, whose one statement begins ``INSERT INTO <table>``, into the store's own
+    table (a view stands in front of it when the store holds partitioned runs: store.views)."""
+    text = sql(name)
+    table = re.search(r"^INSERT INTO (\w+)", text, re.M)
+    assert table is not None, name
+    return con.execute(text.replace(table.group(0), f"INSERT INTO {target(con, table.group(1))}", 1))
+
+
 _DROP_REPEATS = "DELETE FROM t_batch WHERE rowid NOT IN (SELECT min(rowid) FROM t_batch GROUP BY trace_id, span_id)"
 
 
@@ -474,11 +489,11 @@ def _read_batch(con: duckdb.DuckDBPyConnection, files: list[str], max_line: int)
     run(con, "ingest_spans", {"files": [duckdb_path(f) for f in files], "max_line": max_line})
     genai.decode(con)  # GenAI inference spans' messages into prompt and answer (none: one cheap scan)
     genai.note(con)  # those whose content was not captured: named once the ingest ends (genai.problems)
-    run(con, "file_traces")
+    _write(con, "file_traces")
     repeats = con.execute(_REPEATS).fetchall()[0][0]
     if repeats:
         con.execute(_DROP_REPEATS)
-    added = run(con, "store_spans").fetchall()
+    added = _write(con, "store_spans").fetchall()
     return int(added[0][0]) if added else 0
 
 
