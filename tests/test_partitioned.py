@@ -593,7 +593,9 @@ def _same_payload(a: Any, b: Any, ids: tuple[str, str]) -> None:
 
     def bare(x: Any, run_id: str) -> Any:
         if isinstance(x, dict):
-            return {k: bare(v, run_id) for k, v in x.items() if k not in ("started_at", "finished_at")}
+            return {
+                k: bare(v, run_id) for k, v in x.items() if k not in ("started_at", "finished_at", "run_started_at")
+            }
         if isinstance(x, list):
             return [bare(v, run_id) for v in x]
         return x.replace(run_id, "RUN") if isinstance(x, str) else x
