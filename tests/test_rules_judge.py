@@ -55,7 +55,7 @@ RULES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("version", ["2", "3"])
+@pytest.mark.parametrize("version", ["2", "3", "4"])
 @pytest.mark.parametrize(
     ("rule", "claim", "evidence", "label"), RULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(RULES)]
 )
@@ -145,17 +145,19 @@ TWINS = [
 def test_v3_reads_the_qualifier_v2_missed(reader: str, claim: str, evidence: str, label: str, rationale: str) -> None:
     v2 = RulesJudge(version=2, workers=1).judge(claim, [evidence])
     assert v2.label == "entailed", v2  # the defect the issue reports
-    v3 = RulesJudge(workers=1).judge(claim, [evidence])
+    v3 = RulesJudge(version=3, workers=1).judge(claim, [evidence])
     assert (v3.label, v3.rationale) == (label, rationale)
+    v4 = RulesJudge(workers=1).judge(claim, [evidence])  # v4 reads v3's qualifiers first: the same reason
+    assert (v4.label, v4.rationale) == (label, rationale)
     # the reader is what decides: with it off, v3 says what v2 said
-    off = load("rules", **{reader: "false"}, workers="1")
+    off = load("rules", version="3", **{reader: "false"}, workers="1")
     assert off.judge(claim, [evidence]).label == "entailed"
     assert dict(off.settings) == {reader: False}
 
 
 @pytest.mark.parametrize(("reader", "claim", "evidence"), TWINS, ids=[f"{r[0]}-{i}" for i, r in enumerate(TWINS)])
 def test_v3_twins_stay_entailed(reader: str, claim: str, evidence: str) -> None:
-    for version in ("2", "3"):
+    for version in ("2", "3", "4"):
         j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
         assert j.label == "entailed", (reader, version, j.rationale)
 
@@ -171,12 +173,14 @@ def test_v3_names_skip_prepositions_and_number_words_opening_a_sentence() -> Non
 
 
 def test_the_version_is_an_option_and_names_the_judge() -> None:
-    v2, v3 = load("rules", version="2"), load("rules")
+    v2, v3, v4 = load("rules", version="2"), load("rules", version="3"), load("rules")
     assert (v2.version, dict(v2.settings), ident(v2)) == ("2", {}, "rules@2")  # v2's cached judgments still match
-    assert (v3.version, dict(v3.settings), ident(v3)) == ("3", {}, "rules@3")
+    assert (v3.version, dict(v3.settings), ident(v3)) == ("3", {}, "rules@3")  # and v3's
+    assert (v4.version, dict(v4.settings), ident(v4)) == ("4", {}, "rules@4")  # the default: v3's are not reused
     assert dict(load("rules", version="2", per="true").settings) == {"per": True}  # a v3 reader tried on v2
-    with pytest.raises(ValueError, match="the rules judge has versions 2, 3, not '4'"):
-        load("rules", version="4")
+    assert dict(load("rules", version="3", binding="true").settings) == {"binding": True}  # a v4 reader on v3
+    with pytest.raises(ValueError, match="the rules judge has versions 2, 3, 4, not '5'"):
+        load("rules", version="5")
 
 
 # fmt: skip below: the cue words read across (ruff would set one a line)
