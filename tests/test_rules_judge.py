@@ -266,6 +266,17 @@ def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
     assert v3[1] >= v2[1], (v2, v3)
 
 
+def test_v4_holds_v3s_agreement_with_people() -> None:
+    """Issue #36: WiCE kappa at least 0.47, RGB false support at most 0.02, ExpertQA no lower than v3."""
+    n, kappa, _ = _agreement("wice/claim_test.jsonl", "4")
+    assert (n, kappa >= 0.47) == (358, True), kappa
+    n, _, false_support = _agreement("rgb/en_fact.jsonl", "4")
+    assert (n, false_support <= 0.02) == (1179, True), false_support
+    for name in ("expertqa/rand_test.jsonl", "expertqa/domain_test.jsonl"):
+        v3, v4 = _agreement(name, "3"), _agreement(name, "4")
+        assert v4[0] == v3[0] and v4[1] >= v3[1], (name, v3, v4)
+
+
 @pytest.mark.slow
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from citeline.analyzer.cli.main import main
@@ -333,7 +344,7 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
 
 
 @pytest.mark.slow
-def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
+def test_the_demo_classifies_the_same_under_v2_v3_and_v4(tmp_path: Path) -> None:
     """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
     from citeline.analyzer.run.analyze import analyze
     from citeline.examples.demo import SCENARIOS, gold_path
@@ -354,8 +365,9 @@ def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
             for r in result.claims.to_dicts()
         )
 
-    v2, v3 = rows("2"), rows("3")
+    v2, v3, v4 = rows("2"), rows("3"), rows("4")
     assert v3 == v2
+    assert v4 == v3  # issue #36: nor with v4's
     assert len(v3) == len(first.claims.to_dicts()) > 20
 
 

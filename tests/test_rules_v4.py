@@ -3,9 +3,15 @@ v3 calls entailed, with its twin that v4 still calls entailed, and the reader as
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from citeline.analyzer.judges import RulesJudge, load
+from citeline.analyzer.run.analyze import analyze
+from tests.conftest import make_tracing
+from tests.test_corpus_basis import _ask
 
 # seed 004: 'Synthetic source FEE-2 says "domestic transfer fee is ₦150; international fee is ₦500." Ask for
 # the international fee. An answer of ₦150 with a valid FEE-2 citation passes a structural link check and
@@ -70,3 +76,23 @@ def test_v4_twins_stay_entailed(reader: str, claim: str, evidence: str) -> None:
     for version in ("3", "4"):
         j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
         assert j.label == "entailed", (reader, version, j.rationale)
+
+
+def test_fee_2_end_to_end_on_the_corpus_basis(tmp_path: Path) -> None:
+    """The seed's case as a run meets it: a real trace of an answer citing FEE-2, analyzed with a corpus that
+    holds it and no gold case. The international fee answered with the domestic value is grounding, with
+    both bindings in the reason; the domestic fee answered with it is ok (rules v3 called both ok)."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"chunk_id": "fee-2#1", "doc_id": "fee-2", "text": FEE_2}) + "\n", encoding="utf-8")
+    hit = {"doc_id": "fee-2", "chunk_id": "fee-2#1", "version": "1", "text": FEE_2}
+    t = make_tracing(tmp_path)
+    _ask([hit], "The international transfer fee is ₦150 [1].", "What is the international transfer fee?")
+    _ask([hit], "The domestic transfer fee is ₦150 [1].", "What is the domestic transfer fee?")
+    t.handle.shutdown()
+    rows = analyze(tmp_path / "s.duckdb", corpus=corpus, traces=[t.trace_dir]).claims.to_dicts()
+    got = sorted((r["claim_text"], r["basis"], r["bucket"], r["support_label"], r["reason"]) for r in rows)
+    assert got[0][:4] == ("The domestic transfer fee is ₦150.", "corpus", "ok", "entailed")
+    assert got[1][:4] == ("The international transfer fee is ₦150.", "corpus", "grounding", "contradicted")
+    assert (
+        "the evidence binds 150 NGN to 'domestic transfer fee is ₦150' and 500 NGN to 'international fee" in got[1][4]
+    )
