@@ -7,9 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citeline.analyzer.judges import RulesJudge, load
+from citeline.analyzer.judges import _structure as struct
 from citeline.analyzer.run.analyze import analyze
+from citeline.analyzer.text import fold
 from tests.conftest import make_tracing
 from tests.test_corpus_basis import _ask
 
@@ -96,3 +100,38 @@ def test_fee_2_end_to_end_on_the_corpus_basis(tmp_path: Path) -> None:
     assert (
         "the evidence binds 150 NGN to 'domestic transfer fee is ₦150' and 500 NGN to 'international fee" in got[1][4]
     )
+
+
+# fmt: skip below: the pieces read across (ruff would set one a line)
+_PIECES = [
+    "since", "before", "until", "after", "from", "as of", "in", "starting", "effective", "March 2024", "2024", "2023",
+    "1 July 2024", "31 February 2024", "2024-13-01", "2024-03", "₦150", "₦500", "$10", "10%", ";", ",", ":", "and",
+    "but", "while", "domestic", "international", "transfer", "fee", "is", "the", "plan", "Pro", "added", "credit",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    claim=st.lists(st.sampled_from(_PIECES), max_size=12).map(" ".join),
+    window=st.lists(st.lists(st.sampled_from(_PIECES), max_size=12).map(" ".join), min_size=1, max_size=3),
+)
+def test_every_structure_reader_answers_a_verdict_or_nothing_on_any_text(claim: str, window: list[str]) -> None:
+    """Impossible dates ("31 February 2024", month 13), empty clauses and lone marks included."""
+    c, w = fold(claim), [fold(s) for s in window]
+    vocab = frozenset(" ".join(w).split())
+    found = [
+        struct.binding(c, w),
+        struct.time(c, w),
+        struct.split(c, lambda part: frozenset(part.split()), vocab.__contains__, 0.5),
+    ]
+    assert all(j is None or j.label in ("contradicted", "insufficient") for j in found)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14))
+def test_v4_never_takes_back_a_claim_against_its_own_text(words: list[str]) -> None:
+    """Whatever a sentence binds, splits or dates, the same sentence as evidence agrees with it."""
+    text = " ".join(words) + "."
+    v3 = RulesJudge(version=3, workers=1).judge(text, [text])
+    v4 = RulesJudge(workers=1).judge(text, [text])
+    assert v4.label == v3.label or v3.label != "entailed", (text, v4.rationale)
