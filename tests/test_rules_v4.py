@@ -58,6 +58,8 @@ TWINS = [
     ("split", "Refunds are issued within 5 business days.", REFUNDS),  # the fully supported sentence
     ("time", "Since March 2024 the transfer fee is waived.", WAIVED),  # the same period
     ("time", "As of June 2024 the transfer fee is waived.", WAIVED),  # inside it
+    # the claim's year is another fact's: the window writes it outside the period it opens
+    ("time", "The firm was founded in 2005 and has grown since 2010.", "Founded 2005, the firm has grown since 2010."),
     ("time", "The transfer fee is waived from 1 July 2024.", "Effective 1 July 2024, the transfer fee is waived."),
 ]  # fmt: skip
 

@@ -291,6 +291,7 @@ def _periods(t: str) -> tuple[Period, ...]:
 
 
 periods = lru_cache(maxsize=65536)(_periods)
+_YEAR = re.compile(r"(?:19|20)\d\d")
 TIME_CUES = frozenset(
     "before prior until till through since after from as starting beginning effective in during throughout".split()
 )
@@ -311,6 +312,13 @@ def time(claim: str, window: Sequence[str]) -> Judgment | None:
         return None
     for c in _periods(claim):
         if any(e.start <= c.start and c.end <= e.end for e in theirs):
+            continue
+        # the claim's year written elsewhere in the window ("Founded 2005, it has grown since 2010"): the
+        # claim's period may be another fact's, and nothing is said
+        year = _YEAR.search(c.shown)
+        if year is not None and sum(s.count(year.group(0)) for s in window) > sum(
+            e.shown.count(year.group(0)) for e in open_
+        ):
             continue
         opposite = next(
             (e for e in open_ if (e.end >= _INF and c.end <= e.start) or (e.start <= -_INF and c.start >= e.end)),
