@@ -528,7 +528,7 @@ class RulesJudge(BaseJudge):
             and claim.values
             and any(len(s.values) >= 2 for s in window.sentences)
         ):
-            found = struct.binding(c, w)
+            found = struct.binding(c, w, claim.words)
         if found is None and "time" in self._on and claim.values and _TIME_CUES.search(c):
             found = struct.time(c, w)
         if found is None and "split" in self._on and _JOINS.search(c):

@@ -102,18 +102,35 @@ def _leads(par: Sequence[Binding]) -> list[str] | None:
     return leads
 
 
-def binding(claim: str, window: Sequence[str]) -> Judgment | None:
+def _all_leads(t: str) -> frozenset[str]:
+    """Every lead of every set of parallel bindings in the sentence (of one kind and unit): a claim holding
+    none of them cannot be bound to one, and is not read."""
+    theirs = bindings(t)
+    out: set[str] = set()
+    for b in theirs:
+        par = [o for o in theirs if _comparable(b.value, o.value)]
+        if len(par) >= 2 and len({o.value for o in par}) >= 2:
+            out.update(_leads(par) or ())
+    return frozenset(out)
+
+
+all_leads = lru_cache(maxsize=65536)(_all_leads)
+
+
+def binding(claim: str, window: Sequence[str], claim_words: frozenset[str] | None = None) -> Judgment | None:
     """A value the claim binds to one subject, where the evidence binds it to another subject and gives the
     claim's subject a different value: contradicted, both bindings named.
 
     Read only where an evidence sentence states two or more values of the claim value's kind, each in its
     own clause with a word that tells it from the others. *Example* (seed 004, FEE-2): "The international
     transfer fee is ₦150." against "domestic transfer fee is ₦150; international fee is ₦500." (v3: entailed,
-    every word and number is there). Not read: a subject the evidence leaves implicit ("by 2020 it was 7,000")."""
+    every word and number is there). Not read: a subject the evidence leaves implicit ("by 2020 it was 7,000").
+    ``claim_words`` (the claim's stemmed content words, when known): a window sentence none of whose leads
+    the claim holds is passed over without reading the claim."""
     mine = None
     for s in window:
         theirs = bindings(s)
-        if len(theirs) < 2:
+        if len(theirs) < 2 or (claim_words is not None and claim_words.isdisjoint(all_leads(s))):
             continue
         if mine is None:
             mine = _claim_bindings(claim)
@@ -189,8 +206,10 @@ def split(
         return None
     marks = _JOINED.findall(claim)
     for mark, part in zip(marks, pieces[1:], strict=True):
+        if not (";" in mark or _has_own_subject(part)):
+            continue
         words = words_of(part)
-        if len(words) < PART_WORDS or not (";" in mark or _has_own_subject(part)):
+        if len(words) < PART_WORDS:
             continue
         have = sum(1 for w in words if known(w))
         if have / len(words) < coverage:
@@ -334,4 +353,4 @@ def time(claim: str, window: Sequence[str]) -> Judgment | None:
 
 
 #: the readings cached per text (a benchmark clears them to time a cold start)
-CACHED = ("bindings", "periods")
+CACHED = ("bindings", "all_leads", "periods")
