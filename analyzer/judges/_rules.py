@@ -1,4 +1,5 @@
-"""The ``rules`` judge, version 3: offline, deterministic, the default (``version=2`` loads the judge before it).
+"""The ``rules`` judge, version 4: offline, deterministic, the default (``version=3`` and ``version=2`` load the
+judges before it).
 
 Each sentence of the claim is aligned to its best evidence window (the few
 evidence sentences that together share the most of its words, names and
@@ -17,6 +18,9 @@ with the labelled example that motivates it; in short, in order:
 7. (v3) the qualifiers of ``_qualifiers``: comparisons, direction, aggregation windows and denominators,
    quantifiers, scope, counts written as words, and every clause covered; like 5, they only take back
    what 6 would call entailed.                          -> contradicted / insufficient
+8. (v4) the structure readers of ``_structure``: a value bound to another subject in the evidence, a joined
+   part the evidence does not support, a period outside the evidence's; after 7, so v3's reasons stand.
+                                                        -> contradicted / insufficient
 """
 
 from __future__ import annotations
@@ -345,7 +349,8 @@ READERS_V4 = ("binding", "split", "time")
 
 class RulesJudge(BaseJudge):
     """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage,
-    and (v3) the qualifiers: comparisons, direction, aggregation windows, quantifiers, scope, partial support."""
+    (v3) the qualifiers: comparisons, direction, aggregation windows, quantifiers, scope, partial support, and
+    (v4) the structure: value bindings, joined parts, time periods."""
 
     name = "rules"
     version = "4"
