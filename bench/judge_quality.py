@@ -1,8 +1,8 @@
 """How the rules judge agrees with people on the repository's labelled data, and what each rule adds.
 
-Prints the tables of docs/judges.md: per data set, rules@3 against rules@2 and rules@1 (the judges it
-replaced), then rules@3 with one rule switched off at a time (the ablations), then the confusion matrices
-of rules@3.
+Prints the tables of docs/judges.md: per data set, rules@4 against rules@3, rules@2 and rules@1 (the judges
+it replaced), then rules@4 with one rule switched off at a time (the ablations), then the confusion matrices
+of rules@4.
 
     .venv/bin/python bench/judge_quality.py
 """
@@ -27,7 +27,8 @@ SETS = {
 }
 ABLATIONS: dict[str, dict[str, object]] = {
     "rules@2": {"version": 2},
-    "rules@3": {},
+    "rules@3": {"version": 3},
+    "rules@4": {},
     "without values": {"values": False},
     "without names": {"names": False},
     "without negation": {"negation": False},
@@ -39,6 +40,9 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "without scope": {"scope": False},
     "without counts": {"counts": False},
     "without partial support": {"partial": False},
+    "without binding (v4)": {"binding": False},
+    "without split (v4)": {"split": False},
+    "without time (v4)": {"time": False},
     "one-sentence window": {"window": 1},
     "coverage 0.6": {"coverage": 0.6},
     "coverage 0.4": {"coverage": 0.4},
@@ -68,7 +72,7 @@ def main() -> None:
             print(_row(label, a))
             if not options:
                 confusions[name] = a.confusion
-    print("\n### Confusion matrices (rules@3): people's class by the judge's label\n")
+    print("\n### Confusion matrices (rules@4): people's class by the judge's label\n")
     for name, conf in confusions.items():
         print(f"{name}:\n\n| people \\\\ judge | entailed | contradicted | insufficient | not_applicable |")
         print("|---|---|---|---|---|")

@@ -9,6 +9,7 @@ part of one) to what the "model" does:
     {"malformed_once": "entailed"}   a bad reply first, the verdict when asked again
     {"status": 500, "times": 1}      that HTTP status for the first ``times`` requests, then ``default``
     {"sleep": 5}                     answers after 5 s (longer than the client's timeout)
+    {"label": ..., "fields": {...}}  a verdict with more fields in its JSON (prompt 3's bindings, ...)
 
 With ``require_context=True`` the server checks every request for what prompt 2 must carry (the rubric
 with its four labels and the instruction not to use outside knowledge; the question, the claim, and each
@@ -146,7 +147,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 )
             else:
                 label = act.get("label", "entailed")
-                content = json.dumps({"label": label, "rationale": f"scripted {label}"})
+                content = json.dumps({"label": label, "rationale": f"scripted {label}", **act.get("fields", {})})
             prompt_words = sum(len(m["content"].split()) for m in body["messages"])
             payload = {
                 "id": "chatcmpl-test",

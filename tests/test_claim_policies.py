@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from citeline.analyzer.claims.policy import EXEMPT_KINDS, Policy, PolicyError, attach_policy, exempt_kinds
-from citeline.analyzer.claims.splitter import Split, split_answer, split_claims
+from citeline.analyzer.claims.splitter import Split, skipped_kinds, split_answer, split_claims
 from citeline.analyzer.gold.goldset import load_gold
 from citeline.instrumentation.labels import Shape
 
@@ -325,3 +325,36 @@ def test_no_expertqa_answer_loses_a_claim_it_had() -> None:
                 answers += 1
     assert answers == len(before) > 300
     assert set(kinds) <= set(EXEMPT_KINDS) and kinds["list_number"] > 100, kinds
+
+
+def test_an_offer_or_instruction_to_the_reader_is_advice_counted_and_never_a_claim() -> None:
+    """Issue #36: seed 004 asks an answer whose sources conflict to "say the status needs a current system
+    check" and, with only an old memo, to "offer a current-status check": such a sentence is no claim about
+    the world, so it is counted as ``advice``, never ``uncited``. Its twins stay claims: the honest conflict
+    report citing each source, an uncited fact, a cited instruction (judged: a snippet's call to action must
+    be supported), a phone number, a "you can" policy statement; with ``advice`` not exempt, it is a claim."""
+    said = (
+        "The memo says the payment settled [1]. The ledger shows it pending [2]. "
+        "The status needs a current system check. Please check the live payment status service for the current "
+        "state. I can request a current-status check for you. You should contact the payments team to confirm. "
+        "Refunds are issued within 5 business days. Contact support to reset your password [3]. "
+        "Call 0800 123 456 for help. You can return items within 30 days."
+    )
+    split = split_answer(said)
+    assert [(c.text, c.labels) for c in split.claims] == [
+        ("The memo says the payment settled.", ("1",)),
+        ("The ledger shows it pending.", ("2",)),
+        ("Refunds are issued within 5 business days.", ()),
+        ("Contact support to reset your password.", ("3",)),
+        ("Call 0800 123 456 for help.", ()),
+        ("You can return items within 30 days.", ()),
+    ]
+    assert [(k.kind, k.text) for k in split.skipped] == [
+        ("advice", "The status needs a current system check."),
+        ("advice", "Please check the live payment status service for the current state."),
+        ("advice", "I can request a current-status check for you."),
+        ("advice", "You should contact the payments team to confirm."),
+    ]
+    assert skipped_kinds(split) == {"advice": 4}
+    strict = split_answer(said, Policy(exempt=frozenset(EXEMPT_KINDS) - {"advice"}))
+    assert len(strict.claims) == 10 and not strict.skipped

@@ -68,7 +68,7 @@ def test_analyze_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str
     }
     assert out["skipped_text"] == {}  # these answers are all claims
     assert out["warnings"] == []  # the demo gold set has no draft cases
-    assert out["judge"] == {"name": "rules@3", "asked": out["judge"]["asked"], "cached": 0, "failed": 0}
+    assert out["judge"] == {"name": "rules@4", "asked": out["judge"]["asked"], "cached": 0, "failed": 0}
     assert out["judge"]["asked"] > 0
     asked = {c["case_id"] for c in out["cases"]}
     assert out["coverage"] == {
@@ -148,6 +148,6 @@ def test_calibrate_reports_agreement_on_expertqa(capsys: pytest.CaptureFixture[s
     assert main(["calibrate", str(path), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     # 1,292 claims: 62 N/A, 227 Missing with no evidence, 210 whose evidence is only a URL are left out
-    assert (out["n"], out["left_out"], out["judge"]) == (793, 499, "rules@3")
+    assert (out["n"], out["left_out"], out["judge"]) == (793, 499, "rules@4")
     assert sum(sum(row.values()) for row in out["confusion"].values()) == 793
     assert sum(out["confusion"]["supported"].values()) == 562

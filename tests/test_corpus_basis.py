@@ -184,7 +184,7 @@ def test_drift_and_the_text_a_trace_served_are_read_without_a_case(tmp_path: Pat
     assert (unread["bucket"], unread["stage"], unread["reason"]) == (
         "not_evaluable",
         "generation",
-        "judge rules@3 could not decide: no evidence text to judge against",
+        "judge rules@4 could not decide: no evidence text to judge against",
     )
 
 
@@ -377,5 +377,5 @@ def test_a_rest_of_context_the_judge_cannot_read_blames_nobody(tmp_path: Path) -
         "generation",
         generation_span,
         "contradicted",
-        "judge rules@3 could not decide: no evidence text for memo#9 (neither the corpus nor the trace has it)",
+        "judge rules@4 could not decide: no evidence text for memo#9 (neither the corpus nor the trace has it)",
     )

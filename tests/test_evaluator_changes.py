@@ -93,7 +93,7 @@ def test_a_judge_change_reads_as_a_judge_change_and_the_baseline_reads_the_app(
         con.close()
     moved = sorted(k for k in before if before[k] != after.get(k))
     assert moved
-    assert out[0].startswith(f"run {run1}: {len(moved)} of {len(before)} claim(s) change, judge rules@3 -> rules@3")
+    assert out[0].startswith(f"run {run1}: {len(moved)} of {len(before)} claim(s) change, judge rules@4 -> rules@4")
     assert len(out) == 1 + len(moved)
     assert runs == 3  # rejudge stored nothing
 

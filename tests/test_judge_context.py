@@ -111,4 +111,4 @@ def test_a_subclass_of_the_rules_judge_keeps_the_version_it_names() -> None:
         name, version = "tuned", "7"
 
     assert (Tuned().version, Tuned(version=2).version, Tuned(version=2).rules_version) == ("7", "7", "2")
-    assert (RulesJudge().version, RulesJudge(version=2).version) == ("3", "2")
+    assert (RulesJudge().version, RulesJudge(version=2).version) == ("4", "2")

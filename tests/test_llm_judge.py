@@ -36,8 +36,8 @@ def test_verdicts_come_from_the_endpoint_with_the_prompt_version_in_the_cache_ke
         ok, wrong = judge_all(judge, [JudgeItem("Returns take 30 days.", EVIDENCE), JudgeItem("60 days.", EVIDENCE)])
     assert (ok.label, ok.rationale, ok.error) == ("entailed", "scripted entailed", False)
     assert (wrong.label, wrong.error) == ("contradicted", False)
-    assert judge.settings == {"model": "table-model", "prompt": "2", "temperature": 0.0}
-    assert (judge.version, judge.reads_context) == ("2", True)  # type: ignore[attr-defined]
+    assert judge.settings == {"model": "table-model", "prompt": "3", "temperature": 0.0}
+    assert (judge.version, judge.reads_context) == ("3", True)  # type: ignore[attr-defined]
     # the two requests run concurrently: find this claim's, whatever order they arrived in
     body = next(b for b in srv.seen if parse_prompt(b["messages"])["claim"] == "Returns take 30 days.")
     assert body["model"] == "table-model"
@@ -56,7 +56,7 @@ def test_prompt_2_carries_the_question_each_chunk_with_its_metadata_and_the_rubr
         sources=[SOURCE, other],
     )
     with chat_server({}, default={"label": "entailed"}, require_context=True) as srv:
-        (j,) = judge_all(_judge(srv.url), [item])
+        (j,) = judge_all(_judge(srv.url, prompt="2"), [item])
     assert (j.label, srv.missing) == ("entailed", [])
     (body,) = srv.seen
     prompt = parse_prompt(body["messages"])
@@ -93,13 +93,67 @@ def test_prompt_2_carries_the_question_each_chunk_with_its_metadata_and_the_rubr
     assert "The rationale must rest on the evidence alone" in system
     # a judge that knows no question or source still sends every field, saying so
     with chat_server({}, default={"label": "insufficient"}, require_context=True) as srv:
-        (bare,) = judge_all(_judge(srv.url), [JudgeItem("Returns take 30 days.", EVIDENCE)])
+        (bare,) = judge_all(_judge(srv.url, prompt="2"), [JudgeItem("Returns take 30 days.", EVIDENCE)])
     assert (bare.label, srv.missing) == ("insufficient", [])
     prompt = parse_prompt(srv.seen[0]["messages"])
     assert prompt["question"] == "(not recorded)"
     assert prompt["evidence"][0]["metadata"] == dict.fromkeys(
         ("document", "chunk", "version", "title", "effective", "status"), "not recorded"
     )
+
+
+# seed 004's FEE-2: the text a value is bound to, and the claim that binds it to another subject
+FEE_2 = "FEE-2: domestic transfer fee is ₦150; international fee is ₦500."
+
+
+def test_prompt_3_asks_for_bindings_the_unsupported_part_and_the_period_and_reports_each() -> None:
+    """Issue #36: prompt 3 is prompt 2 (the server still finds every field of it) with the structure rules v4
+    reads; the reply's three fields, read one by one, end up in the rationale after the model's sentence."""
+    replies = {
+        "international transfer fee": {
+            "label": "contradicted",
+            "fields": {
+                "bindings": [
+                    {"value": "₦150", "claim_subject": "international transfer fee", "evidence_subject": "domestic fee"}
+                ]
+            },
+        },
+        "store credit": {"label": "insufficient", "fields": {"unsupported": "a 10% store credit is added"}},
+        "Before 2024": {"label": "contradicted", "fields": {"period": "since March 2024"}},
+        "domestic transfer fee": {  # a binding the evidence agrees with, and fields of the wrong shape: nothing said
+            "label": "entailed",
+            "fields": {
+                "bindings": [{"value": "₦150", "claim_subject": "domestic fee", "evidence_subject": "Domestic fee"}, 7],
+                "unsupported": "",
+                "period": ["since"],
+            },
+        },
+    }
+    items = [
+        JudgeItem("The international transfer fee is ₦150.", [FEE_2], question="What is the international fee?"),
+        JudgeItem("Refunds take 5 days and a 10% store credit is added.", ["Refunds take 5 days."]),
+        JudgeItem("Before 2024 the transfer fee was waived.", ["Since March 2024 the transfer fee is waived."]),
+        JudgeItem("The domestic transfer fee is ₦150.", [FEE_2]),
+    ]
+    with chat_server(replies, require_context=True) as srv:
+        judge = _judge(srv.url)
+        got = judge_all(judge, items)
+    assert (judge.version, srv.missing) == ("3", [])
+    assert [(j.label, j.rationale) for j in got] == [
+        (
+            "contradicted",
+            "scripted contradicted; the claim binds ₦150 to 'international transfer fee', "
+            "the evidence to 'domestic fee'",
+        ),
+        ("insufficient", "scripted insufficient; unsupported part: 'a 10% store credit is added'"),
+        ("contradicted", "scripted contradicted; the evidence covers 'since March 2024'"),
+        ("entailed", "scripted entailed"),
+    ]
+    system = parse_prompt(srv.seen[0]["messages"])["system"]
+    for asked in ('"bindings": [{"value"', '"claim_subject"', '"evidence_subject"', '"unsupported"', '"period"'):
+        assert asked in system
+    assert "judged part by part" in system and "compared with the period the evidence covers" in system
+    assert system.count('"label"') == 1  # one answer format, prompt 3's
 
 
 def test_prompt_1_stays_loadable_and_the_server_sees_what_it_lacks() -> None:
@@ -118,8 +172,8 @@ def test_prompt_1_stays_loadable_and_the_server_sees_what_it_lacks() -> None:
         "Evidence:",
         f"[1] {EVIDENCE[0]}",
     ]
-    with pytest.raises(ValueError, match="the llm judge has prompt versions 1, 2, not '3'"):
-        _judge(srv.url, prompt="3")
+    with pytest.raises(ValueError, match="the llm judge has prompt versions 1, 2, 3, not '4'"):
+        _judge(srv.url, prompt="4")
 
 
 def test_a_malformed_reply_is_asked_again_once_then_not_applicable_with_the_reply_quoted() -> None:
@@ -221,7 +275,7 @@ def test_calibrate_with_the_llm_judge(tmp_path: Path, capsys: pytest.CaptureFixt
         )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["judge"] == 'llm@2{"model":"table-model","prompt":"2","temperature":0.0}'
+    assert out["judge"] == 'llm@3{"model":"table-model","prompt":"3","temperature":0.0}'
     assert (out["n"], out["judge_errors"]) == (4, 1)
     assert out["confusion"] == {
         "supported": {"entailed": 1, "contradicted": 0, "insufficient": 0, "not_applicable": 1},
@@ -246,7 +300,7 @@ def test_analyze_with_the_llm_judge_leaves_failed_claims_not_evaluable(tmp_path:
     gen_span = next(o for o in outcomes if o.scenario.name == "wrong-number").spans["generation"]
     assert slow["span_id"] == gen_span
     assert slow["reason"] == (
-        'judge llm@2{"model":"table-model","prompt":"2","temperature":0.0} could not decide: '
+        'judge llm@3{"model":"table-model","prompt":"3","temperature":0.0} could not decide: '
         f"no answer after 2 tries: timed out ({srv.url}/chat/completions)"
     )
     assert (fast["bucket"], fast["support_label"]) == ("ok", "entailed")

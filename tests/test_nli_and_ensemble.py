@@ -132,7 +132,7 @@ def test_the_ensemble_vetoes_a_model_that_calls_a_different_amount_entailed() ->
         "llm said entailed; the rules veto it: the evidence does not name 'Scott Weiland'",
     )
     assert (fine.label, fine.rationale) == ("entailed", "scripted entailed")
-    assert judge.version == "1+llm@2"
+    assert judge.version == "1+llm@3"
     assert judge.usage()["vetoed"] == 2  # type: ignore[attr-defined]
 
 

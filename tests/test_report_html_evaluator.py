@@ -61,7 +61,7 @@ def test_the_html_report_shows_the_metrics_and_marks_the_judge_change(judge_chan
 
     note = re.search(r"<div id='evaluator-changes' class='evaluator-note'>(.*?)</div>", html, re.S).group(1)  # type: ignore[union-attr]
     assert f"judge changed at run <code>{run2}</code>" in note
-    assert "judge <code>rules@3</code> → <code>rules@3{&quot;coverage&quot;:0.95}</code>" in note
+    assert "judge <code>rules@4</code> → <code>rules@4{&quot;coverage&quot;:0.95}</code>" in note
     assert "<code class='cmd'>citeline report --baseline RUN</code>" in note
     assert f"Since run <code>{run1}</code>" in html
 

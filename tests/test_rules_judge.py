@@ -55,7 +55,7 @@ RULES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("version", ["2", "3"])
+@pytest.mark.parametrize("version", ["2", "3", "4"])
 @pytest.mark.parametrize(
     ("rule", "claim", "evidence", "label"), RULES, ids=[f"{r[0]}-{i}" for i, r in enumerate(RULES)]
 )
@@ -145,17 +145,19 @@ TWINS = [
 def test_v3_reads_the_qualifier_v2_missed(reader: str, claim: str, evidence: str, label: str, rationale: str) -> None:
     v2 = RulesJudge(version=2, workers=1).judge(claim, [evidence])
     assert v2.label == "entailed", v2  # the defect the issue reports
-    v3 = RulesJudge(workers=1).judge(claim, [evidence])
+    v3 = RulesJudge(version=3, workers=1).judge(claim, [evidence])
     assert (v3.label, v3.rationale) == (label, rationale)
+    v4 = RulesJudge(workers=1).judge(claim, [evidence])  # v4 reads v3's qualifiers first: the same reason
+    assert (v4.label, v4.rationale) == (label, rationale)
     # the reader is what decides: with it off, v3 says what v2 said
-    off = load("rules", **{reader: "false"}, workers="1")
+    off = load("rules", version="3", **{reader: "false"}, workers="1")
     assert off.judge(claim, [evidence]).label == "entailed"
     assert dict(off.settings) == {reader: False}
 
 
 @pytest.mark.parametrize(("reader", "claim", "evidence"), TWINS, ids=[f"{r[0]}-{i}" for i, r in enumerate(TWINS)])
 def test_v3_twins_stay_entailed(reader: str, claim: str, evidence: str) -> None:
-    for version in ("2", "3"):
+    for version in ("2", "3", "4"):
         j = RulesJudge(version=version, workers=1).judge(claim, [evidence])
         assert j.label == "entailed", (reader, version, j.rationale)
 
@@ -171,12 +173,14 @@ def test_v3_names_skip_prepositions_and_number_words_opening_a_sentence() -> Non
 
 
 def test_the_version_is_an_option_and_names_the_judge() -> None:
-    v2, v3 = load("rules", version="2"), load("rules")
+    v2, v3, v4 = load("rules", version="2"), load("rules", version="3"), load("rules")
     assert (v2.version, dict(v2.settings), ident(v2)) == ("2", {}, "rules@2")  # v2's cached judgments still match
-    assert (v3.version, dict(v3.settings), ident(v3)) == ("3", {}, "rules@3")
+    assert (v3.version, dict(v3.settings), ident(v3)) == ("3", {}, "rules@3")  # and v3's
+    assert (v4.version, dict(v4.settings), ident(v4)) == ("4", {}, "rules@4")  # the default: v3's are not reused
     assert dict(load("rules", version="2", per="true").settings) == {"per": True}  # a v3 reader tried on v2
-    with pytest.raises(ValueError, match="the rules judge has versions 2, 3, not '4'"):
-        load("rules", version="4")
+    assert dict(load("rules", version="3", binding="true").settings) == {"binding": True}  # a v4 reader on v3
+    with pytest.raises(ValueError, match="the rules judge has versions 2, 3, 4, not '5'"):
+        load("rules", version="5")
 
 
 # fmt: skip below: the cue words read across (ruff would set one a line)
@@ -262,6 +266,17 @@ def test_v3_expertqa_agreement_is_no_lower_than_v2(name: str) -> None:
     assert v3[1] >= v2[1], (v2, v3)
 
 
+def test_v4_holds_v3s_agreement_with_people() -> None:
+    """Issue #36: WiCE kappa at least 0.47, RGB false support at most 0.02, ExpertQA no lower than v3."""
+    n, kappa, _ = _agreement("wice/claim_test.jsonl", "4")
+    assert (n, kappa >= 0.47) == (358, True), kappa
+    n, _, false_support = _agreement("rgb/en_fact.jsonl", "4")
+    assert (n, false_support <= 0.02) == (1179, True), false_support
+    for name in ("expertqa/rand_test.jsonl", "expertqa/domain_test.jsonl"):
+        v3, v4 = _agreement(name, "3"), _agreement(name, "4")
+        assert v4[0] == v3[0] and v4[1] >= v3[1], (name, v3, v4)
+
+
 @pytest.mark.slow
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from citeline.analyzer.cli.main import main
@@ -329,7 +344,7 @@ def test_may_after_a_number_is_the_verb_when_a_verb_follows_and_the_month_otherw
 
 
 @pytest.mark.slow
-def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
+def test_the_demo_classifies_the_same_under_v2_v3_and_v4(tmp_path: Path) -> None:
     """Issue #24: the demo's buckets do not move with the new readers (every scenario, every claim row)."""
     from citeline.analyzer.run.analyze import analyze
     from citeline.examples.demo import SCENARIOS, gold_path
@@ -350,8 +365,9 @@ def test_the_demo_classifies_the_same_under_v2_and_v3(tmp_path: Path) -> None:
             for r in result.claims.to_dicts()
         )
 
-    v2, v3 = rows("2"), rows("3")
+    v2, v3, v4 = rows("2"), rows("3"), rows("4")
     assert v3 == v2
+    assert v4 == v3  # issue #36: nor with v4's
     assert len(v3) == len(first.claims.to_dicts()) > 20
 
 

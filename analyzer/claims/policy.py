@@ -40,6 +40,7 @@ EXEMPT_KINDS = (
     "transition",
     "question",
     "meta",
+    "advice",
     "heading",
     "table_header",
     "list_number",
@@ -156,6 +157,33 @@ _META = re.compile(
 )
 
 
+#: an offer, instruction or advice to the reader (issue #36): what the seeds ask an answer to say when the
+#: evidence is stale or conflicting ("offer a current-status check"), not a statement about the world.
+#: Read only on a sentence that cites nothing and writes no number: a cited instruction is judged as a
+#: claim (an instruction copied from a retrieved snippet must be supported), a phone number is a fact.
+_ADVICE = re.compile(
+    r"^(?:please\s+)?(?:check|contact|call|visit|consult|reach out to|email|ask|verify|confirm|review|refer to"
+    r"|make sure|request|go to)\b"
+    r"|^(?:you|we)\s+(?:should|may want to|might want to|could)\s+(?:check|contact|call|visit|consult|reach out"
+    r"|email|ask|verify|confirm|review|request|refer)\b"
+    r"|^(?:i|we)\s+(?:(?:would\s+)?recommend|suggest|advise)\b|^(?:i'd|we'd)\s+(?:recommend|suggest)\b"
+    r"|^it\s+is\s+(?:best|advisable|recommended|wise)\s+to\b"
+    r"|^(?:if\s+you(?:'d|\s+would)?\s+like,?\s+)?(?:i|we)\s+(?:can|could|will|'ll|would be happy to)\s+"
+    r"(?:check|look up|contact|request|confirm|verify|escalate|open|send|run)\b"
+    r"|^(?:the\s+|this\s+|its\s+|your\s+)?(?:current\s+|payment\s+)?status\s+(?:needs|should|must)\s+(?:to\s+)?be\s+"
+    r"(?:checked|confirmed|verified)\b"
+    r"|^(?:the\s+|this\s+|its\s+|your\s+)?(?:current\s+|payment\s+)?status\s+needs\s+an?\s+(?:current\s+|live\s+)?"
+    r"(?:\w+\s+)?check\b"
+    r"|^an?\s+(?:current|live|real-time|up-to-date|fresh)?[\s-]*(?:\w+[\s-]+)?check\s+(?:is|would be)\s+"
+    r"(?:needed|required|recommended|advisable)\b",
+    re.IGNORECASE,
+)
+_ADVICE_WORDS = frozenset(
+    "please check contact call visit consult reach email ask verify confirm review refer make request go you we i "
+    "i'd we'd it if the this its your current payment status a an".split()
+)
+
+
 def _may_be_meta(low: str) -> bool:
     """A cheap look for the words a statement about the sources holds, before _META runs (lowercased text)."""
     return (
@@ -216,7 +244,7 @@ def _kind_cited_or_not(text: str, end: str, abstains: bool) -> str | None:
 
 
 def _kind_uncited(end: str, has_digit: bool) -> str | None:
-    """The kinds only an uncited sentence is: a question, a greeting, a transition."""
+    """The kinds only an uncited sentence is: a question, a greeting, a transition, advice to the reader."""
     if end.endswith("?"):
         return "question"
     word = _first_word(end)
@@ -224,6 +252,8 @@ def _kind_uncited(end: str, has_digit: bool) -> str | None:
         return "greeting"
     if end.endswith(":") or (not has_digit and word in _TRANSITION_WORDS and _says_little_after(_TRANSITION, end)):
         return "transition"
+    if not has_digit and word in _ADVICE_WORDS and _ADVICE.match(end.lstrip("*_\"'(“ ")):
+        return "advice"
     return None
 
 

@@ -7,7 +7,7 @@ Options (``--judge-option KEY=VALUE``), each with its environment variable:
 - ``concurrency`` (4), ``retries`` (2), ``timeout`` seconds (60), ``backoff`` seconds (1.0, doubled each retry);
 - ``temperature`` (0), ``max_tokens`` (300);
 - ``price_in`` / ``price_out``: USD per million prompt / completion tokens, for the cost in the run summary;
-- ``prompt``: the prompt version (``PROMPT_VERSION``, 2; 1 is the claim-and-evidence prompt it replaced).
+- ``prompt``: the prompt version (``PROMPT_VERSION``, 3; 2 and 1 are the prompts it replaced, kept for comparison).
 
 The prompt is versioned (part of the judge's version and so of the cache key, with the question and the
 sources it shows). Prompt 2 gives the question, the claim, each evidence text with its document metadata
@@ -17,6 +17,12 @@ model answers a JSON object ``{"label": ..., "rationale": ...}``; a reply that i
 once, then the claim is ``not_applicable`` with the reply quoted. HTTP errors 429 and 5xx, timeouts and
 refused connections are retried with backoff; a request that still fails is ``not_applicable`` with the
 reason. No dependency beyond the standard library.
+
+Prompt 3 (issue #36) is prompt 2 asking for the structure rules v4 reads: the reply also holds
+``bindings`` (each value of the claim with the subject the evidence binds it to), ``unsupported`` (the
+part of the claim the evidence does not support, "" when none) and ``period`` (the time the evidence's
+statement covers, "" when it names none); the judge writes them into the rationale after the model's
+sentence, so a model's reasons read as rules v4's do.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from citeline.instrumentation.settings import JUDGE_MODEL, OPENAI_API_KEY, OPENA
 
 log = logging.getLogger("citeline.judges.llm")
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 _SYSTEM_1 = (
     "You check citations. Given a claim and the evidence it cites, decide whether the evidence supports the "
     "claim. Answer with one JSON object and nothing else: "
@@ -66,6 +72,28 @@ _SYSTEM_2 = (
     "not_applicable: the claim states nothing that needs evidence (a greeting, a transition, an opinion). "
     "The rationale must rest on the evidence alone: name the evidence text [n] it relies on, or say what "
     "the evidence lacks."
+)
+_SYSTEM_3 = (
+    _SYSTEM_2.replace(
+        "Answer with one JSON object and nothing else: "
+        '{"label": "<entailed|contradicted|insufficient|not_applicable>", "rationale": "<one sentence>"}. ',
+        "",
+    )
+    + " Read the claim's structure before deciding. Bindings: each number, amount, date, percentage or named "
+    'value of the claim belongs to a subject ("the international transfer fee is 150"); find the subject the '
+    'evidence binds that value to: a value the evidence gives to another subject ("domestic fee is 150; '
+    'international fee is 500") is contradicted, even though every word and number occurs in it. Parts: a '
+    "sentence joined by and, but, while or a semicolon is judged part by part; if the evidence supports one "
+    "part and not another, the label is insufficient and the unsupported part is named. Time: a claim "
+    "qualified by before, after, since, until, as of, from or in a date is compared with the period the "
+    "evidence covers; a claim about the period before the one the evidence starts at (or after the one it "
+    "ends at) is contradicted, one reaching outside it insufficient. "
+    "Answer with one JSON object and nothing else: "
+    '{"label": "<entailed|contradicted|insufficient|not_applicable>", "rationale": "<one sentence>", '
+    '"bindings": [{"value": "<as the claim writes it>", "claim_subject": "<what the claim binds it to>", '
+    '"evidence_subject": "<what the evidence binds it to, or empty>"}], '
+    '"unsupported": "<the part of the claim the evidence does not support, or empty>", '
+    '"period": "<the period the evidence covers, as it writes it, or empty>"}.'
 )
 # asked after a reply with no verdict, whatever the prompt version (prompt 1 asked for three of the labels)
 _RETRY = (
@@ -133,7 +161,7 @@ def _user_2(item: JudgeItem) -> str:
 
 
 #: prompt version -> (system message, user message)
-PROMPTS = {"1": (_SYSTEM_1, _user_1), "2": (_SYSTEM_2, _user_2)}
+PROMPTS = {"1": (_SYSTEM_1, _user_1), "2": (_SYSTEM_2, _user_2), "3": (_SYSTEM_3, _user_2)}
 
 
 def parse_reply(text: str) -> Judgment | None:
@@ -150,7 +178,29 @@ def parse_reply(text: str) -> Judgment | None:
     label = str(obj.get("label", "")).strip().lower()
     if label not in LABELS:
         return None
-    return Judgment(label, str(obj.get("rationale") or "").strip() or "(no rationale given)")
+    rationale = str(obj.get("rationale") or "").strip() or "(no rationale given)"
+    return Judgment(label, rationale + _structure(obj))
+
+
+def _structure(obj: dict[str, Any]) -> str:
+    """Prompt 3's fields as sentences after the rationale: a binding whose two subjects differ, the
+    unsupported part, the period. A field missing or of the wrong shape says nothing (prompts 1 and 2 never
+    ask for them)."""
+    out = []
+    raw = obj.get("bindings")
+    for b in raw if isinstance(raw, list) else []:
+        if not isinstance(b, dict):
+            continue
+        value, mine, theirs = (str(b.get(k) or "").strip() for k in ("value", "claim_subject", "evidence_subject"))
+        if value and mine and theirs and mine.casefold() != theirs.casefold():
+            out.append(f"the claim binds {value} to {mine!r}, the evidence to {theirs!r}")
+    unsupported = obj.get("unsupported")
+    if isinstance(unsupported, str) and unsupported.strip():
+        out.append(f"unsupported part: {unsupported.strip()!r}")
+    period = obj.get("period")
+    if isinstance(period, str) and period.strip():
+        out.append(f"the evidence covers {period.strip()!r}")
+    return "".join(f"; {x}" for x in out)
 
 
 class LLMJudge(BaseJudge):

@@ -1,4 +1,5 @@
-"""The ``rules`` judge, version 3: offline, deterministic, the default (``version=2`` loads the judge before it).
+"""The ``rules`` judge, version 4: offline, deterministic, the default (``version=3`` and ``version=2`` load the
+judges before it).
 
 Each sentence of the claim is aligned to its best evidence window (the few
 evidence sentences that together share the most of its words, names and
@@ -17,6 +18,9 @@ with the labelled example that motivates it; in short, in order:
 7. (v3) the qualifiers of ``_qualifiers``: comparisons, direction, aggregation windows and denominators,
    quantifiers, scope, counts written as words, and every clause covered; like 5, they only take back
    what 6 would call entailed.                          -> contradicted / insufficient
+8. (v4) the structure readers of ``_structure``: a value bound to another subject in the evidence, a joined
+   part the evidence does not support, a period outside the evidence's; after 7, so v3's reasons stand.
+                                                        -> contradicted / insufficient
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any, NamedTuple
 
 from citeline.analyzer import workers as _workers
 from citeline.analyzer.judges import _qualifiers as qual
+from citeline.analyzer.judges import _structure as struct
 from citeline.analyzer.judges._api import BaseJudge, JudgeItem, Judgment, as_item
 from citeline.analyzer.text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, value_present, values
 
@@ -335,17 +340,20 @@ def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
     return _Window(tuple(passage[i] for i in sorted(chosen)))
 
 
-VERSIONS = ("2", "3")
-#: the qualifier readers v3 adds (docs/judges.md, rule 7), each an option: off in v2, on in v3
+VERSIONS = ("2", "3", "4")
+#: the qualifier readers v3 adds (docs/judges.md, rule 7), each an option: off in v2, on in v3 and v4
 READERS = ("comparison", "direction", "per", "quantifiers", "scope", "counts", "partial")
+#: the structure readers v4 adds (docs/judges.md, rule 8), each an option: off in v2 and v3, on in v4
+READERS_V4 = ("binding", "split", "time")
 
 
 class RulesJudge(BaseJudge):
     """Deterministic, offline support judge: evidence windows, values, names, scoped negation, word coverage,
-    and (v3) the qualifiers: comparisons, direction, aggregation windows, quantifiers, scope, partial support."""
+    (v3) the qualifiers: comparisons, direction, aggregation windows, quantifiers, scope, partial support, and
+    (v4) the structure: value bindings, joined parts, time periods."""
 
     name = "rules"
-    version = "3"
+    version = "4"
 
     # each keyword is one --judge-option: load() reads this signature to check and list them (docs/judges.md)
     def __init__(  # noqa: PLR0913
@@ -363,7 +371,10 @@ class RulesJudge(BaseJudge):
         scope: bool | None = None,
         counts: bool | None = None,
         partial: bool | None = None,
-        version: int | str = "3",
+        binding: bool | None = None,
+        split: bool | None = None,
+        time: bool | None = None,
+        version: int | str = "4",
         workers: int | str = 0,
     ) -> None:
         self.rules_version = str(version).strip()  # which rules this judge applies
@@ -378,7 +389,8 @@ class RulesJudge(BaseJudge):
         self.check_modality = _flag(modality)
         if type(self).version == RulesJudge.version:  # a subclass that names its own version keeps it
             self.version = self.rules_version
-        v3 = self.rules_version == "3"
+        v3 = self.rules_version in ("3", "4")
+        v4 = self.rules_version == "4"
         given = {
             "comparison": comparison,
             "direction": direction,
@@ -387,9 +399,13 @@ class RulesJudge(BaseJudge):
             "scope": scope,
             "counts": counts,
             "partial": partial,
+            "binding": binding,
+            "split": split,
+            "time": time,
         }
-        # a reader left unset is on in v3 and off in v2: v2 is the judge it was, v3 the one with the readers
-        self.readers = {k: v3 if v is None else _flag(v) for k, v in given.items()}
+        # a reader left unset is on from the version that added it: v2 is the judge it was, v3 the one with
+        # the qualifiers, v4 the one with the structure readers
+        self.readers = {k: (v4 if k in READERS_V4 else v3) if v is None else _flag(v) for k, v in given.items()}
         self._on = frozenset(k for k, v in self.readers.items() if v)
         self._v3 = v3
 
@@ -507,11 +523,30 @@ class RulesJudge(BaseJudge):
         """Rule 7: the readers that are on and have something to read, contradictions first (a claim's label
         takes them first). Written out, not looped over: it runs for every sentence that would be entailed."""
         c = claim.text
+        w = [s.text for s in window.sentences]
+        found = self._v3_readers(c, claim, window, w, shared, evidence)
+        # v4, rule 8: what the sentence binds together (values to subjects, periods, joined parts); after
+        # rule 7, so a verdict v3 gave keeps its reason
+        if (
+            found is None
+            and "binding" in self._on
+            and claim.values
+            and any(len(s.values) >= 2 for s in window.sentences)
+        ):
+            found = struct.binding(c, w, claim.words)
+        if found is None and "time" in self._on and claim.values and _TIME_CUES.search(c):
+            found = struct.time(c, w)
+        if found is None and "split" in self._on and _JOINS.search(c):
+            found = struct.split(c, _words_of, evidence.__contains__, self.coverage)
+        return found
+
+    def _v3_readers(
+        self, c: str, claim: _Text, window: _Window, w: list[str], shared: frozenset[str], evidence: _Vocab
+    ) -> Judgment | None:
         needs = qual.needed(c)
         todo = needs.readers & self._on
         if not todo:
             return None
-        w = [s.text for s in window.sentences]
         found = None
         if "comparison" in todo:
             found = qual.comparison(c, w)
@@ -529,6 +564,10 @@ class RulesJudge(BaseJudge):
             absent = frozenset(x for x in claim.words - shared if x not in evidence)
             found = qual.clauses(c, _words_of, absent)
         return found
+
+
+_TIME_CUES = re.compile(r"\b(?:" + "|".join(sorted(struct.TIME_CUES)) + r")\s")
+_JOINS = re.compile(r";|\b(?:and|but|while|whereas)\b")
 
 
 def _words_of(text: str) -> frozenset[str]:
