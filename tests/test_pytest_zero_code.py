@@ -277,7 +277,8 @@ def test_zero_code_langchain_and_openai_suites_are_captured_gated_and_kept_from_
         result.stdout.fnmatch_lines(
             [
                 f"*_ {test} _*",
-                "citeline: gate grounding>0 failed*",
+                "citeline: run * 1 of 1 gate failed:",
+                "  1 claim is grounding (gate grounding>0)",
                 "citeline: 1 of 1 claim(s) not ok:",
                 f"  refund-speed/speed: grounding at generation, span {span}",
                 "    reason: contradicted: states 10 bday where the gold fact is '5 business days'",

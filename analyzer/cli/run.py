@@ -99,7 +99,7 @@ def _register_analyze(add: AddCommand) -> None:
         "--exempt",
         metavar="KINDS",
         help="kinds of text that need no citation, comma-separated, or all (the default) or none: greeting, "
-        "transition, question, meta, heading, table_header, list_number, bibliography",
+        "transition, question, meta, advice, heading, table_header, list_number, bibliography",
     )
     an.add_argument(
         "--engine",
