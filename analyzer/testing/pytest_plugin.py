@@ -321,6 +321,7 @@ def _summary(terminalreporter: Any, config: pytest.Config, records: list[dict[st
 def _analysis_lines(records: list[dict[str, Any]]) -> list[str]:
     """The bucket counts of every analysis, then one line per finding: a claim not ok, or one leak (the rows
     of a case that one restricted chunk at one span made access_violation, named together)."""
+    from citeline.analyzer.buckets import ACCESS_VIOLATION
     from citeline.analyzer.escaping import term as t
     from citeline.analyzer.store import BUCKETS
     from citeline.analyzer.testing.expect import summary_line
@@ -337,7 +338,7 @@ def _analysis_lines(records: list[dict[str, Any]]) -> list[str]:
         findings: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         for n, f in enumerate(r["failing"]):
             same = (f["case_id"], f["bucket"], f["stage"], f["span_id"], f["reason"])
-            findings.setdefault(same if f["bucket"] == "access_violation" else (n,), []).append(f)
+            findings.setdefault(same if f["bucket"] == ACCESS_VIOLATION else (n,), []).append(f)
         for rows in findings.values():
             f = rows[0]
             where = f" at {f['stage']}" if f["stage"] else ""
