@@ -11,4 +11,7 @@ SELECT s.trace_id, s.span_id, s.parent_span_id, s.schema_version IS NOT NULL AS 
 FROM t_traces AS t
 JOIN spans AS s ON s.trace_id = t.trace_id AND s.stage = 'generation'
 WHERE t.context_span IS NULL AND t.generation_span IS NOT NULL
+  -- a context span that traced the step but could not be read is no trace without one: its claims stay
+  -- not_evaluable at that span, whatever a prompt recorded later says
+  AND t.unreadable_stage IS DISTINCT FROM 'context'
 ORDER BY s.trace_id, s.end_ns, s.span_id

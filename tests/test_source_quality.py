@@ -174,4 +174,4 @@ def test_the_low_authority_figure_is_a_gate(
     capsys.readouterr()
     assert main(["report", "--db", str(db), "--fail-on", "low_authority>0"]) == (1 if trips else 0)
     err = capsys.readouterr().err
-    assert ("(gate low_authority>0)" in err) is trips
+    assert ("low_authority is 1 (1/1; gate low_authority>0)" in err) is trips
