@@ -606,7 +606,8 @@ def _same_payload(a: Any, b: Any, ids: tuple[str, str]) -> None:
 def test_a_partitioned_run_lives_in_parquet_and_every_reader_reads_it_as_the_single_run(
     client: Any, demo_lines: list[bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from citeline.analyzer.phoenix.annotate import annotation_rows, document_annotation_rows, trace_annotation_rows
+    from citeline.analyzer.phoenix.annotate import document_annotation_rows
+    from citeline.analyzer.phoenix.verdicts import annotation_rows, trace_annotation_rows
     from citeline.analyzer.run.rejudge import rejudge
 
     traces = _write(demo_lines, tmp_path)

@@ -465,8 +465,8 @@ def _neighbour_label(ctx: CaseContext, value: Any, view: RequestView) -> Edited 
     text, claims = _answer(value)
     if claims is not None:
         # as in prose, one cited support chunk moves (everywhere it is cited): one claim's evidence, not all
-        cited = [sh.row_get(i, "chunk_id") for c in claims for i in sh.claim_evidence(c)]
-        target = next((c for c in cited if c in ctx.support and _neighbour(ctx, view, c) is not None), None)
+        cited_ids = [sh.row_get(i, "chunk_id") for c in claims for i in sh.claim_evidence(c)]
+        target = next((c for c in cited_ids if c in ctx.support and _neighbour(ctx, view, c) is not None), None)
         if target is None:
             return "no cited support chunk with a neighbour in context"
         near = _neighbour(ctx, view, target)
