@@ -36,8 +36,10 @@ typecheck: $(VENV)/.test
 	for d in instrumentation analyzer examples queries; do ln -s ../../../$$d $(TYPES)/citeline/$$d; done
 	MYPYPATH=$(TYPES) $(BIN)/mypy -p citeline.instrumentation -p citeline.analyzer -p citeline.examples -p tests
 
+# two pytest-xdist workers, a test file to each (module fixtures such as a Phoenix server start once per
+# file): the suite is mostly one process waiting on one core, so two workers halve its time on 2 cores
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 # the inner loop: no Phoenix, no browser, no Dask cluster, nothing marked slow (pyproject.toml
 # markers), on two pytest-xdist workers; `make test` (CI) still runs every test
