@@ -249,7 +249,7 @@ def context_attributes(chunks: Columns, limit: int, content: bool, prompt: str |
     state.chunk_ids = chunks.chunk_id
     state.doc_ids = chunks.doc_id
     state.versions = chunks.version
-    state.texts = list(chunks.text) if content else []
+    state.texts = chunks.text if content else []
     tail = _chunk_arrays(chunks, content=content)
     tail[K.CL_CHUNK_LABEL] = labels
     head: dict[str, Any] = {}

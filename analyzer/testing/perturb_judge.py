@@ -108,18 +108,16 @@ def _bucket_cell(cell: Cell, expect: Any, base: dict[str, dict[str, Any]], rows:
         if b is not None and expect.bucket in (b["flags"] or []):
             already.append(r["gold_claim_id"])
             continue
-        flags = r["flags"] or []
-        raised = expect.bucket in flags
+        raised = expect.bucket in (r["flags"] or [])
+        if not raised and b is not None and b["bucket"] != "ok":
+            # the chain already broke before this perturbation (a retrieval miss before a context cell)
+            early.append(f"{r['gold_claim_id']} is {b['bucket']} at {b['stage'] or 'no stage'} in the baseline")
+            continue
         at_span = r["bucket"] != expect.bucket or (r["stage"] == expect.stage and r["span_id"] in cell.spans)
         text = _shown(r)
         if raised and r["bucket"] != expect.bucket:
             text += f", {expect.bucket} raised"
         got.append(text)
-        if not raised and b is not None and b["bucket"] != "ok":
-            # the chain already broke before this perturbation (a retrieval miss before a context cell)
-            early.append(f"{r['gold_claim_id']} is {b['bucket']} at {b['stage'] or 'no stage'} in the baseline")
-            got.pop()
-            continue
         if not (raised and at_span):
             bad.append(f"{text}: {r['reason']}")
     missing = sorted(touched - {r["gold_claim_id"] for r in gold})
