@@ -131,31 +131,42 @@ def _diagnose(
 
 @dataclass(frozen=True)
 class _Ends:
-    """How a file's lines are written: a byte-order mark first, CRLF line ends."""
+    """How a file's lines are written: a byte-order mark first, CRLF line ends, and whether its last byte is
+    a newline (None: not known, a .gz file is not read to its end for it)."""
 
     bom: bool = False
     crlf: bool = False
+    last_newline: bool | None = None
 
 
 def _ends(path: Path) -> _Ends:
-    """Read off the file's first 64 KiB (the sniff's bytes: no second pass over the file)."""
+    """Read off the file's first 64 KiB (the sniff's bytes: no second pass over the file) and its last byte."""
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
                 head = f.read(SNIFF_BYTES)
+            last = None
         else:
             with open(path, "rb") as f:
                 head = f.read(SNIFF_BYTES)
+                f.seek(max(0, f.seek(0, 2) - 1))
+                last = f.read(1) == b"\n"
     except (OSError, EOFError, gzip.BadGzipFile):
         return _Ends()
-    return _Ends(head.startswith(BOM), b"\r\n" in head)
+    return _Ends(head.startswith(BOM), b"\r\n" in head, last)
 
 
 def _whole(size: int, lines: int, covered: int, ends: _Ends = _Ends()) -> bool:
     """Did the lines that gave spans cover the file (each line plus its newline)? DuckDB reads a
-    line without a leading byte-order mark and without the \\r of a CRLF line end."""
+    line without a leading byte-order mark and without the \\r of a CRLF line end. A last line without
+    its newline covers one byte (CRLF: two) less; when the file's last byte is known, only the shortfall it
+    explains is allowed (else a blank line's byte and a missing last newline would cancel out)."""
     extra = size - covered - (len(BOM) if ends.bom else 0) - (lines if ends.crlf else 0)
-    return extra in (0, -1) or (ends.crlf and extra == -2) or (size == 0 and lines == 0)
+    if size == 0 and lines == 0:
+        return True
+    if ends.last_newline is not None:
+        return extra == (0 if ends.last_newline else -2 if ends.crlf else -1)
+    return extra in (0, -1) or (ends.crlf and extra == -2)
 
 
 _LINE_TABLES = ("spans", "t_batch")
