@@ -15,7 +15,7 @@ import gzip
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -254,22 +254,24 @@ def ingest(
     paths: Iterable[str | Path],
     *,
     progress: Callable[[int, int], None] | None = None,
+    unsniffed: Collection[str] = (),
 ) -> IngestReport:
     """Read trace files into ``spans``; returns what was read and what was skipped.
 
     A path may be a file, a folder (every trace file under it), or an object-storage URL
     (``s3://bucket/prefix/``: every trace file under it, copied to a temporary folder first and
-    recorded by its URL; analyzer/sources/lake.py)."""
+    recorded by its URL; analyzer/sources/lake.py). ``unsniffed``: local files not sniffed for a trace line
+    first (a byte range of a larger file, whose own head was sniffed: sources/byte_ranges.py)."""
     paths = list(paths)
     remote = [str(p) for p in paths if _lake.is_url(p)]
     if not remote:
-        return _ingest_files(con, paths, progress, None)
+        return _ingest_files(con, paths, progress, None, unsniffed)
     local = [p for p in paths if not _lake.is_url(p)]
     held = con.execute("SELECT path, size FROM ingested_files").fetchall()
     known = {(str(path), int(size)) for path, size in held}
     with tempfile.TemporaryDirectory(prefix="citeline-lake-") as tmp:
         spool = _lake.fetch(remote, Path(tmp), PATTERNS, known)
-        report = _ingest_files(con, [*local, *spool.files], progress, spool)
+        report = _ingest_files(con, [*local, *spool.files], progress, spool, unsniffed)
     return report
 
 
@@ -278,6 +280,7 @@ def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fal
     paths: Iterable[str | Path],
     progress: Callable[[int, int], None] | None,
     spool: _lake.Spool | None,
+    unsniffed: Collection[str] = (),
 ) -> IngestReport:
     report = IngestReport()
     files = trace_files(paths)
@@ -293,7 +296,7 @@ def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fal
         if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
             continue
-        why = not_trace_file(f)
+        why = not_trace_file(f) if str(f) not in unsniffed else None
         if why is None and f.suffix == ".gz":
             try:
                 unpacked[f] = _streaming.decompressed_size(f)
