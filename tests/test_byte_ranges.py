@@ -203,3 +203,25 @@ def test_a_blank_line_and_no_newline_at_the_end_count_every_line(
     finally:
         con.close()
     assert report.problems == [] and report.spans_added > 0
+
+
+def test_a_file_that_is_no_trace_file_is_named_once_and_an_unreadable_range_by_its_bytes(tmp_path: Path) -> None:
+    """Every range sniffs the file's own head: a file that is someone else's is skipped whole, named by its
+    first range only; a range that cannot be read (the file gone since it was listed) is named with its bytes."""
+    other = tmp_path / "app.log.jsonl"
+    other.write_bytes(b"".join(b'{"level": "info", "n": %d}\n' % n for n in range(200)))
+    gone = str(tmp_path / "gone.jsonl")
+    said: list[tuple[str, str, str]] = []
+    for n, r in enumerate(cut(other.stat().st_size, 1000)):
+        con = connect(":memory:")
+        try:
+            report, rows = ingest_ranges(con, [str(other), gone], [r, (0, 10)], tmp_path / f"s{n}")
+        finally:
+            con.close()
+        assert [(x["path"], x["read"]) for x in rows] == [(str(other), False), (gone, False)]
+        assert report.paths == [] and report.skipped == len(report.problems)
+        said.extend((p.source, p.place, p.message.split(";")[-1]) for p in report.problems)
+    ranges = len(cut(other.stat().st_size, 1000))
+    assert said.count((str(other), "-", " file skipped")) == 1
+    assert said.count((gone, "bytes 0-10", " range skipped")) == ranges
+    assert len(said) == ranges + 1

@@ -115,6 +115,7 @@ class Piece:
     local: Path | None = None  # the copy ingested (None: no line starts in the range, or it was not read)
     bytes: int = 0
     why: str | None = None  # why the file is not read at all (not a trace file), or why the range could not be
+    not_trace: bool = False  # the file's own head says it is not a trace file (named once, by its first range)
 
 
 def _read(path: str, start: int, end: int, into: Path) -> Piece:
@@ -124,6 +125,7 @@ def _read(path: str, start: int, end: int, into: Path) -> Piece:
         with open_source(path) as f:
             piece.why = not_trace_head(f)  # the file's own head, as ingest sniffs a whole file
             if piece.why is not None:
+                piece.not_trace = True
                 return piece
             into.mkdir(parents=True, exist_ok=True)
             local = into / name
@@ -171,8 +173,10 @@ def ingest_ranges(
             {"path": p.path, "start": p.start, "end": p.end, "lines": lines, "spans": spans, "bad": bad, "at": at}
             | {"read": p.why is None, "why": p.why}
         )
-        if p.why is not None and p.start == 0:  # the file is named once, by its first range's task
+        if p.not_trace and p.start == 0:  # the file is named once, by its first range's task
             report.problems.append(Problem(p.path, "-", "-", f"{p.why}; file skipped"))
+        elif p.why is not None and not p.not_trace:  # this range could not be read: named with its bytes
+            report.problems.append(Problem(p.path, f"bytes {p.start}-{p.end}", "-", f"{p.why}; range skipped"))
         elif p.why is None and p.local is None:  # a range where no line starts: read, nothing in it
             report.paths.append(p.path)
     report.files -= len(copies)
