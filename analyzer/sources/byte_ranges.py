@@ -166,6 +166,7 @@ def ingest_ranges(
             "SELECT * FROM ingested_files WHERE list_contains($l, path)", {"l": list(local)}
         ).fetchall()
     }
+    recorded = set(counted)
     con.execute("DELETE FROM ingested_files WHERE list_contains($l, path)", {"l": list(local)})
     for p in pieces:
         lines, spans, bad, at = counted.pop(str(p.local), (0, 0, 0, None))
@@ -179,8 +180,9 @@ def ingest_ranges(
             report.problems.append(Problem(p.path, f"bytes {p.start}-{p.end}", "-", f"{p.why}; range skipped"))
         elif p.why is None and p.local is None:  # a range where no line starts: read, nothing in it
             report.paths.append(p.path)
-    report.files -= len(copies)
-    report.bytes -= sum(p.bytes for p in copies)
+    read = [p for p in copies if str(p.local) in recorded]  # the copies ingest read (and counted as files)
+    report.files -= len(read)
+    report.bytes -= sum(p.bytes for p in read)
     report.paths = sorted(set(report.paths))
     report.skipped = sum(x.skipped for x in report.problems)
     return report, rows
