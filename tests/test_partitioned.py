@@ -574,15 +574,27 @@ def test_every_phase_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
 def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: list[bytes], tmp_path: Path) -> None:
     """The Collector's layout in a loopback S3 bucket (moto), one trace across two objects, some gzipped,
     a bucket that does not exist beside it: each map task fetches its own objects with the credentials
-    of its worker's environment (a LocalCluster started here, after the environment points at moto)."""
-    _upload(_collector_objects(demo_lines))
+    of its worker's environment (a LocalCluster started here, after the environment points at moto).
+    Beside them one large object, read in byte ranges by several map tasks (ranged reads; split small
+    here), with a bad line named by its URL and true line number (issue #38 item 5)."""
+    assert len(demo_lines) > 24
+    objects = _collector_objects(demo_lines[:16])
+    big = _big_file(demo_lines[12:], tmp_path / "local")  # its lines 16 on; lines 12-15 in a .gz left on disk
+    objects["traces/big/big.jsonl"] = (big / "big.jsonl").read_bytes()
+    _upload(objects)
     urls = ["s3://lake/traces/", "s3://no-such-bucket/x/"]
     single = analyze(tmp_path / "one.duckdb", gold=gold_path(), traces=urls)
-    part = analyze_partitioned(tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3)
+    split = len(objects["traces/big/big.jsonl"]) // 4
+    part = analyze_partitioned(
+        tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3, map_tasks=4, split_bytes=split
+    )
     assert (
         "s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped" in part.problems()
     )
     assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
+    assert_same_files(tmp_path / "one.duckdb", tmp_path / "two.duckdb")
+    assert part.engine["split_files"] == 1 and part.engine["byte_ranges"] >= 2
+    assert any(p.startswith("s3://lake/traces/big/big.jsonl:line 9: -: invalid JSON") for p in part.problems())
     con = connect(tmp_path / "two.duckdb", read_only=True)
     try:  # the store names each object by its URL, never by a worker's temporary copy
         sources = {s for (s,) in con.execute("SELECT DISTINCT source_file FROM spans").fetchall()}
@@ -809,30 +821,6 @@ def test_a_large_file_read_in_byte_ranges_by_several_map_tasks_is_the_single_run
     # held at its size: the next night skips the split file as one process does
     again = analyze_partitioned(two, gold=gold_path(), traces=[traces], client=client, split_bytes=2_000)
     assert again.engine["skipped_files"] == 2 and again.engine["map_tasks"] == 0
-
-
-@pytest.mark.usefixtures("s3")
-def test_a_large_object_read_in_byte_ranges_from_object_storage_is_the_single_run(
-    demo_lines: list[bytes], tmp_path: Path
-) -> None:
-    """The same from a loopback S3 bucket (moto): the large object's ranges are ranged reads by the map tasks'
-    workers, the Collector's objects beside it (some gzipped, one trace across two objects)."""
-    objects = _collector_objects(demo_lines[:8])  # the other lines in the large object: no span twice
-    big = _big_file(demo_lines[4:], tmp_path / "local")  # its own .gz of lines 4-7 is left on disk
-    objects["traces/big/big.jsonl"] = (big / "big.jsonl").read_bytes()
-    _upload(objects)
-    urls = ["s3://lake/traces/"]
-    single = analyze(tmp_path / "one.duckdb", gold=gold_path(), traces=urls)
-    split = len(objects["traces/big/big.jsonl"]) // 4
-    part = analyze_partitioned(
-        tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3, map_tasks=4, split_bytes=split
-    )
-    assert part.engine["split_files"] == 1 and part.engine["byte_ranges"] >= 2
-    assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
-    assert_same_files(tmp_path / "one.duckdb", tmp_path / "two.duckdb")
-    assert any(p.startswith("s3://lake/traces/big/big.jsonl:line 9: -: invalid JSON") for p in part.problems())
-    sources = set(_read(tmp_path / "two.duckdb", "SELECT DISTINCT source_file FROM spans").column(0).to_pylist())
-    assert sources and all(s.startswith("s3://lake/traces/") for s in sources)  # never a worker's copy
 
 
 def test_a_lost_map_task_names_the_byte_ranges_it_read() -> None:
