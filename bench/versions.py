@@ -73,7 +73,10 @@ def _run(side: str, path: str | None, db: Path, traces: Path, gold: Path) -> dic
         f"CPU {cpu:6.1f} s ({cls['claims']:,} claims; other processes {other:.0f} s CPU)",
         flush=True,
     )
-    return {"total": total, "cpu": cpu, "ingest": ing["seconds"], "classify": cls["seconds"], "phases": cls["phases"]}
+    phases = {"ingest": ing["seconds"], **cls["phases"]}
+    phase_cpu = {"ingest": ing["cpu"]}
+    phase_cpu.update({name: c["driver"] + sum(c["workers"]) + c["ended"] for name, c in cls["phase_cpu"].items()})
+    return {"total": total, "cpu": cpu, "phases": phases, "phase_cpu": phase_cpu, "detail": cls["phase_cpu"]}
 
 
 def _which(path: str | None) -> str:
@@ -122,6 +125,8 @@ def main() -> None:
         synth.gold(gold)
     ref_dir = Path(tempfile.mkdtemp(prefix="citeline-ref-"))
     ref_path = str(_tree_of(args.ref, ref_dir))
+    import analyzer as bench
+
     try:
         print(f"this tree: {_which(None)}")
         print(f"ref {args.ref}: {_which(ref_path)}")
@@ -133,12 +138,19 @@ def main() -> None:
                 sides[side].append(_run(side, path, work / f"{side}.duckdb", traces, gold))
         med = {s: statistics.median(r["total"] for r in runs) for s, runs in sides.items()}
         cpu = {s: statistics.median(r["cpu"] for r in runs) for s, runs in sides.items()}
-        phases = sorted({p for r in sides["this"] + sides["ref"] for p in r["phases"]}, key=str)
+        phases = list(dict.fromkeys(p for r in sides["ref"] + sides["this"] for p in r["phases"]))
         print(f"traces: {args.n:,}{' distinct answers' if args.distinct else ''}; medians of {args.rounds}")
+        print(f"  {'phase':32} {'wall: ref':>10} {'this':>7}   {'CPU: ref':>9} {'this':>7} {'ratio':>7}")
         for p in phases:
-            a = statistics.median(r["phases"].get(p, 0.0) for r in sides["ref"])
-            b = statistics.median(r["phases"].get(p, 0.0) for r in sides["this"])
-            print(f"  {p:45} ref {a:6.1f} s  this {b:6.1f} s")
+            wall = [statistics.median(r["phases"].get(p, 0.0) for r in sides[s]) for s in ("ref", "this")]
+            c = [statistics.median(r["phase_cpu"].get(p, 0.0) for r in sides[s]) for s in ("ref", "this")]
+            ratio = f"{c[1] / c[0]:6.3f}x" if c[0] > 0 else ""
+            print(f"  {p:32} {wall[0]:8.1f} s {wall[1]:5.1f} s   {c[0]:7.1f} s {c[1]:5.1f} s {ratio:>7}")
+        for side in ("ref", "this"):
+            print(f"CPU seconds per core per phase, {side}'s last round ({os.cpu_count()} cores):")
+            last = sides[side][-1]
+            for p, c in last["detail"].items():
+                print(f"  {p:32} {last['phases'][p]:6.1f} s  {bench.phase_cpu(c, last['phases'][p])}")
         print(f"end to end: ref {med['ref']:.1f} s, this {med['this']:.1f} s -> {med['this'] / med['ref']:.3f}x")
         print(
             f"CPU of its own processes and workers: ref {cpu['ref']:.1f} s, this {cpu['this']:.1f} s -> "
