@@ -1,6 +1,6 @@
 """End-to-end analyzer time of this tree against another commit, on the same traces, in one run.
 
-    python bench/versions.py --ref REV [--n 100000] [--distinct] [--rounds 3] [--workdir DIR]
+    python bench/versions.py --ref REV [--n 100000] [--distinct] [--rounds 3] [--workdir DIR] [--bar 1.0]
 
 The other commit is checked out in a temporary worktree and imported ahead of this
 tree (``PYTHONPATH`` onto a ``citeline/`` tree of symlinks, the layout the package
@@ -12,6 +12,12 @@ the run's own processes used (which other processes on a shared machine move
 less). The two runs' claim rows are then compared (EXCEPT ALL both ways, as
 bench/same_buckets.py does) and the number of rows that differ is printed: a
 speed figure for an analyzer that changed buckets says so beside it.
+
+Each phase (ingest, then analyze's own phases) is printed with its wall and CPU medians on both
+sides, and the last round's CPU per process (the driver, each worker of the pool, workers that
+ended within the phase): how busy the cores were through each phase. ``--bar`` checks the two
+medians against the largest ratio allowed (issue #37: 1.0 against the round's reference,
+docs/benchmarks.md "Round reference").
 """
 
 from __future__ import annotations
@@ -112,6 +118,12 @@ def main() -> None:
     parser.add_argument("--distinct", action="store_true", help="every answer worded differently (bench/synth.py)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", help="keep generated traces here (default: a temp dir)")
+    parser.add_argument(
+        "--bar",
+        type=float,
+        default=None,
+        help="the largest ratio allowed (issue #37: 1.0 against the round's reference); each median is checked",
+    )
     args = parser.parse_args()
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-versions-"))
@@ -151,14 +163,19 @@ def main() -> None:
             last = sides[side][-1]
             for p, c in last["detail"].items():
                 print(f"  {p:32} {last['phases'][p]:6.1f} s  {bench.phase_cpu(c, last['phases'][p])}")
-        print(f"end to end: ref {med['ref']:.1f} s, this {med['this']:.1f} s -> {med['this'] / med['ref']:.3f}x")
+        wall_x, cpu_x = med["this"] / med["ref"], cpu["this"] / cpu["ref"]
+        bar = "" if args.bar is None else f" (bar: at most {args.bar:.2f}x: {{}})"
+        print(
+            f"end to end: ref {med['ref']:.1f} s, this {med['this']:.1f} s -> {wall_x:.3f}x"
+            + bar.format("met" if args.bar is None or wall_x <= args.bar else "NOT met")
+        )
         print(
             f"CPU of its own processes and workers: ref {cpu['ref']:.1f} s, this {cpu['this']:.1f} s -> "
-            f"{cpu['this'] / cpu['ref']:.3f}x (moved less than wall time by other processes)"
+            f"{cpu_x:.3f}x (moved less than wall time by other processes)"
+            + bar.format("met" if args.bar is None or cpu_x <= args.bar else "NOT met")
         )
-        print(
-            f"claim rows that differ between the two runs: {_differing_rows(work / 'ref.duckdb', work / 'this.duckdb')}"
-        )
+        differ = _differing_rows(work / "ref.duckdb", work / "this.duckdb")
+        print(f"claim rows that differ between the two runs: {differ}" + (" (bar: 0)" if args.bar is not None else ""))
     finally:
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(ref_dir / "checkout")], check=False
