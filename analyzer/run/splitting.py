@@ -177,7 +177,11 @@ def _split_on(
     ids = [range(i, min(i + size, len(answers))) for i in starts]
     n = len(parts)
     done = list(executor.map(split_answers, parts, [tuple(phrases)] * n, rules, ids))
-    return {k: [x for d in done for x in d[k]] for k in done[0]}
+    out: dict[str, list[Any]] = {k: [] for k in done[0]}
+    for d in done:  # each part's columns appended whole (a Python loop over 4M values cost 0.2 s at 100k)
+        for k, column in d.items():
+            out[k].extend(column)
+    return out
 
 
 def match(con: duckdb.DuckDBPyConnection) -> None:
