@@ -1,6 +1,6 @@
 """End-to-end analyzer time of this tree against another commit, on the same traces, in one run.
 
-    python bench/versions.py --ref REV [--n 100000] [--distinct] [--rounds 3] [--workdir DIR] [--bar 1.0]
+    python bench/versions.py --ref REV [--this REV] [--n 100000] [--distinct] [--rounds 3] [--workdir DIR] [--bar 1.0]
 
 The other commit is checked out in a temporary worktree and imported ahead of this
 tree (``PYTHONPATH`` onto a ``citeline/`` tree of symlinks, the layout the package
@@ -114,6 +114,10 @@ def _differing_rows(a: Path, b: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", required=True, help="the commit to compare with (e.g. main before a change)")
+    parser.add_argument(
+        "--this",
+        help="another commit in place of this tree (a row of docs/benchmarks.md's round table: the merge of one issue)",
+    )
     parser.add_argument("--n", type=int, default=100_000, help="synthetic traces (default 100,000)")
     parser.add_argument("--distinct", action="store_true", help="every answer worded differently (bench/synth.py)")
     parser.add_argument("--rounds", type=int, default=3)
@@ -137,15 +141,17 @@ def main() -> None:
         synth.gold(gold)
     ref_dir = Path(tempfile.mkdtemp(prefix="citeline-ref-"))
     ref_path = str(_tree_of(args.ref, ref_dir))
+    this_dir = Path(tempfile.mkdtemp(prefix="citeline-this-")) if args.this else None
+    this_path = str(_tree_of(args.this, this_dir)) if this_dir is not None else None
     import analyzer as bench
 
     try:
-        print(f"this tree: {_which(None)}")
+        print(f"this {args.this or 'tree'}: {_which(this_path)}")
         print(f"ref {args.ref}: {_which(ref_path)}")
         sides: dict[str, list[dict[str, Any]]] = {"ref": [], "this": []}
         for n in range(args.rounds):
             print(f"round {n + 1}", flush=True)
-            order = [("ref", ref_path), ("this", None)]
+            order = [("ref", ref_path), ("this", this_path)]
             for side, path in order if n % 2 == 0 else order[::-1]:
                 sides[side].append(_run(side, path, work / f"{side}.duckdb", traces, gold))
         med = {s: statistics.median(r["total"] for r in runs) for s, runs in sides.items()}
@@ -177,9 +183,11 @@ def main() -> None:
         differ = _differing_rows(work / "ref.duckdb", work / "this.duckdb")
         print(f"claim rows that differ between the two runs: {differ}" + (" (bar: 0)" if args.bar is not None else ""))
     finally:
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(ref_dir / "checkout")], check=False
-        )
+        for made in (ref_dir, this_dir):
+            if made is not None:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(made / "checkout")], check=False
+                )
 
 
 if __name__ == "__main__":
