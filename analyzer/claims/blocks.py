@@ -18,6 +18,7 @@ from citeline.instrumentation.labels import Marker
 
 LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 _END = re.compile(r"[.!?]+[\"')\u201d\u2019]*")
+_DIGIT_NEXT = re.compile(r"\s*\d")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S|^\s*(\*\*|__)[^*_\n.!?\[\u3010]{1,80}\1\s*:?\s*$")
 _SETEXT = re.compile(r"^\s*(?:=+|-{2,})\s*$")
 FOOTNOTE_DEF = re.compile(r"^\s*\[\^([^\]\s]{1,16})\]:\s*(.*)$")
@@ -225,7 +226,7 @@ def _is_abbreviation(masked: str, dot: int) -> bool:
         return False
     low = word.lower().rstrip(".")
     if low in ("no", "nos"):  # "No. 5" abbreviates; "No." answering a question ends a sentence
-        return bool(re.match(r"\s*\d", masked[dot + 1 :]))
+        return bool(_DIGIT_NEXT.match(masked, dot + 1))
     if low in _ABBREV:
         return True
     return len(word) == 1 and word.isupper()  # an initial such as "J."
@@ -266,13 +267,14 @@ def sentences(masked: str, start: int, end: int, marks: Marks) -> list[tuple[int
     cur = start
     for m in _END.finditer(masked, start, end):
         stop = marks.run_end(masked, m.end(), end) if marks.marks else m.end()
-        rest = masked[stop:end]
-        nxt = rest.lstrip()
-        if nxt and (len(rest) == len(nxt)):
+        nxt = stop  # the first character after the stop and its spaces: walked to, not sliced (a slice of the
+        while nxt < end and masked[nxt].isspace():  # rest at every stop made a long block quadratic)
+            nxt += 1
+        if nxt == stop < end:
             continue  # "4.5", "U.S.A": no space after the stop
         if m.group(0).startswith(".") and len(m.group(0)) == 1 and _is_abbreviation(masked, m.start()):
             continue
-        if nxt and not (nxt[0].isupper() or nxt[0].isdigit() or nxt[0] in "\"'(\u201c[*_\u3010"):
+        if nxt < end and not (masked[nxt].isupper() or masked[nxt].isdigit() or masked[nxt] in "\"'(\u201c[*_\u3010"):
             continue
         out.append((cur, stop))
         cur = stop
