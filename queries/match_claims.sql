@@ -17,7 +17,7 @@
 --   attribution). A sentence cut into clauses is a candidate whole as well (gen_claims.sql):
 --   a gold claim the clauses answer together takes the whole. A table row is one claim and
 --   each of its cells a candidate too (joins names the row): a gold claim one cell states all
---   the numbers of takes the cell, one whose numbers no cell states alone takes the row.
+--   the numbers of takes the cell, one whose numbers no cell states alone takes the row (fit).
 -- Grain: one row per (trace, gold claim) that found a match.
 -- Parameters: $min_sim (DOUBLE), $min_shared_sim (DOUBLE, when a citation is shared).
 -- Reads: t_gen_claims, t_traces, t_gold_claims,
@@ -42,24 +42,18 @@ candidates AS (
     JOIN t_sim AS s ON s.case_id = t.case_id AND s.text = g.text AND s.claim_id = gc.claim_id
     WHERE g.factual
 ),
-eligible AS (
-    SELECT * FROM candidates WHERE sim >= $min_sim OR (shares AND sim >= $min_shared_sim)
-),
-whole_cells AS (  -- the rows a cell of which states every number of the gold claim
-    SELECT DISTINCT trace_id, claim_id, row_idx FROM eligible
-    WHERE row_idx IS NOT NULL AND gold_has_numbers AND num_agree = 1
-),
-ranked AS (  -- a row and its cells: a cell stating every number of the gold claim takes it (the row keeps
-             -- what the cell does not say out of its verdict), a cell short of them leaves it to the row (a
-             -- gold claim spanning cells, however many other columns dilute the row's word overlap)
-    SELECT c.*, CASE WHEN c.shares AND NOT c.states_none THEN 2 WHEN c.about_other THEN 0 ELSE 1 END AS preference
-    FROM eligible AS c
-    LEFT JOIN eligible AS r ON r.trace_id = c.trace_id AND r.claim_id = c.claim_id AND r.claim_idx = c.row_idx
-    LEFT JOIN whole_cells AS w ON w.trace_id = c.trace_id AND w.claim_id = c.claim_id AND w.row_idx = c.claim_idx
-    WHERE NOT (r.claim_idx IS NOT NULL AND c.gold_has_numbers AND c.num_agree < 1) AND w.row_idx IS NULL
+ranked AS (
+    SELECT *, CASE WHEN shares AND NOT states_none THEN 2 WHEN about_other THEN 0 ELSE 1 END AS preference,
+           -- a table cell: first when it states every number of the gold claim (the narrowest claim that
+           -- answers it, before its row), last when it states fewer (a gold claim spanning cells is its
+           -- row's, however many other columns dilute the row's word overlap); any other claim between
+           CASE WHEN row_idx IS NULL OR NOT gold_has_numbers THEN 0 WHEN num_agree = 1 THEN 1 ELSE -1 END AS fit
+    FROM candidates
+    WHERE sim >= $min_sim OR (shares AND sim >= $min_shared_sim)
 )
 SELECT trace_id, case_id, claim_id,
-       arg_max(claim_idx, {'preference': preference, 'sim': sim, 'numbers': num_agree, 'earlier': -claim_idx})
+       arg_max(claim_idx, {'preference': preference, 'fit': fit, 'sim': sim, 'numbers': num_agree,
+                           'earlier': -claim_idx})
            AS claim_idx
 FROM ranked
 GROUP BY trace_id, case_id, claim_id

@@ -214,6 +214,10 @@ def _labels(in_span: list[Marker]) -> list[str]:
 # --- units and attachment ------------------------------------------------------------------------------
 
 
+#: a table column: its header's name as written, as words inside a claim, and the unit it names
+_Column = tuple[str, str, str]
+
+
 @dataclass(slots=True)
 class _Unit:
     text: str
@@ -319,55 +323,62 @@ class _AnswerReader:
             kind = "table_header" if "table_header" in self.policy.exempt else None
             self.add(" ".join(h for h in heads if h), [], t.header[0].start, t.header[-1].end, n, kind)
             n += 1
+        # each column's name (as written, and as words inside a claim) and unit, read once per table
+        columns = [(name, tables.as_context(name), unit) for name, unit in map(tables.header_unit, heads)]
         attach = self.policy.attach
         for row in t.rows:
             cells = [self.cell(t, c) for c in row]
             if attach == "auto" and len(cells) >= 2:  # the row is one claim, its cells its parts
-                self.row(row, cells, heads, n)
+                self.row(row, cells, columns, n)
             elif attach not in ("table-cell", "table-row") or (len(cells) < 2 and not heads):  # the row is one claim
                 self.add(" ".join(v for v, _ in cells if v), _labels_of(cells), row[0].start, row[-1].end, n)
             else:
-                self.cells(row, cells, heads, n)
+                self.cells(row, cells, columns, n)
             n += 1
         return n
 
-    def row(self, row: list[tables.Cell], cells: list[tuple[str, list[str]]], heads: list[str], n: int) -> None:
+    def row(self, row: list[tables.Cell], cells: list[tuple[str, list[str]]], columns: list[_Column], n: int) -> None:
         """A row as one claim (``auto``): its cells labelled by their headers ("Plan: Pro; price: $20; storage:
         100 GB"), citing every marker of the row; each factual cell is also kept as the part it is (its
         :meth:`cells` reading, for matching a gold claim that one cell answers, and for naming a wrong cell)."""
         labels = _labels_of(cells)
-        parts = [
-            tables.labelled(v, heads[j] if j < len(heads) else "", first=j == 0)
-            for j, (v, _) in enumerate(cells)
-            if v and not _NO_VALUE.match(v)
-        ]
-        if not parts:
-            self.add("", labels, row[0].start, row[-1].end, n)
-            return
         first = len(self.units)
-        self.cells(row, cells, heads, n)
+        valued = self.cells(row, cells, columns, n)
         made = self.units[first:]
         del self.units[first:]
         self.units.extend(u for u in made if u.kind is not None)  # an empty cell ("-", "n/a") is still counted
+        name = cells[0][0]
+        parts = [tables.labelled(name, columns[0][0] if columns else "")] if name and not _NO_VALUE.match(name) else []
+        parts.extend(tables.part(columns[j][1] if j < len(columns) else "", v) for j, v in valued)
+        if not parts:
+            self.add("", labels, row[0].start, row[-1].end, n)
+            return
         pieces = [u for u in made if u.kind is None] if len(parts) > 1 else []  # a row of one part is its cell
         self.sentences += 1
         body = tables.row_claim(parts)
         self.units.append(_Unit(body, labels, row[0].start, row[-1].end, n, None, self.sentences, pieces))
 
-    def cells(self, row: list[tables.Cell], cells: list[tuple[str, list[str]]], heads: list[str], n: int) -> None:
-        """Each factual cell a claim, named by its row's first cell and its column's header."""
+    def cells(
+        self, row: list[tables.Cell], cells: list[tuple[str, list[str]]], columns: list[_Column], n: int
+    ) -> list[tuple[int, str]]:
+        """Each factual cell a claim, named by its row's first cell and its column's header; returns each such
+        cell's column and value (with its column's unit)."""
         named = len(cells) >= 2
         row_name, row_labels = cells[0] if named else ("", [])
         first = len(self.units)
+        valued: list[tuple[int, str]] = []
         for j in range(1 if named else 0, len(cells)):
             value, labels = cells[j]
             if not value:
                 row_labels = row_labels + labels  # a cell of markers alone cites the row
                 continue
-            name, unit = tables.header_unit(heads[j]) if j < len(heads) else ("", "")
-            context = ", ".join(x for x in (row_name, tables.as_context(name) if row_name else name) if x)
-            body = f"{context}: {tables.with_unit(value, unit)}" if context else value
+            name, context, unit = columns[j] if j < len(columns) else ("", "", "")
+            context = ", ".join(x for x in (row_name, context if row_name else name) if x)
+            shown = tables.with_unit(value, unit)
+            body = f"{context}: {shown}" if context else value
             kind = "not_factual" if _NO_VALUE.match(value) else None
+            if kind is None:
+                valued.append((j, shown))
             self.sentences += 1
             self.units.append(_Unit(body, labels, row[j].start, row[j].end, n, kind, self.sentences))
         claims = [u for u in self.units[first:] if u.kind is None]
@@ -375,6 +386,7 @@ class _AnswerReader:
             self.add(row_name, row_labels, row[0].start, row[-1].end, n)
         for u in claims:  # markers in the row's name or in a cell of their own cite the whole row
             u.labels = list(dict.fromkeys(u.labels + row_labels))
+        return valued
 
     def biblio(self, b: Block) -> None:
         """A reference list: each entry is read as a label -> source line, and is no claim."""

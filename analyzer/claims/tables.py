@@ -158,16 +158,20 @@ def as_context(header: str) -> str:
     return f"{head} {rest}" if rest else head
 
 
-def labelled(value: str, header: str, *, first: bool = False) -> str:
-    """A cell as a part of its row's claim: its column's name, then its value with the header's unit
-    ("Price (USD)", "12" -> "price: $12"); the first column's name as written ("Plan: Pro"), the others as
-    words inside a sentence (:func:`as_context`). A cell without a header is its value. A semicolon in a cell
-    becomes a comma: a row's claim is its parts joined by "; " (:data:`PART`), and reads back into them."""
+def labelled(value: str, header: str) -> str:
+    """A row's first cell as a part of its row's claim: its column's name as written, then its value
+    ("Plan", "Pro" -> "Plan: Pro"; the unit its header names follows a bare number, as in :func:`with_unit`);
+    without a header, its value."""
     name, unit = header_unit(header)
-    value = with_unit(value, unit).replace(";", ",")
-    if not name:
-        return value
-    return f"{name if first else as_context(name)}: {value}"
+    return part(name, with_unit(value, unit))
+
+
+def part(name: str, value: str) -> str:
+    """A cell as a part of its row's claim: its column's name, then its value ("price", "$12" ->
+    "price: $12"); a cell without a header is its value. A semicolon in a cell becomes a comma: a row's
+    claim is its parts joined by "; " (:data:`PART`), and reads back into them."""
+    value = value.replace(";", ",")
+    return f"{name}: {value}" if name else value
 
 
 def header_unit(header: str) -> tuple[str, str]:
