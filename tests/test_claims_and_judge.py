@@ -185,7 +185,7 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
     from citeline.analyzer.run import splitting as _splitting
 
     one = _splitting.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
-    monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 10)
+    monkeypatch.setattr(_splitting, "POOL_MIN_ANSWERS", 10)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     with _workers.pool(2) as pool:  # the executor the run hands the split step
         many = _splitting._split_on(pool, answers, _analyze.DEFAULT_ABSTAIN_PHRASES)

@@ -196,6 +196,25 @@ def assert_same_run(single: AnalysisResult, one: Path, part: AnalysisResult, two
         assert _except_all_of(_read(one, q), _read(two, q)) == (0, 0), table
 
 
+def assert_same_files(one: Path, two: Path) -> None:
+    """Each file recorded once, whole, as one process records it (a file read in byte ranges too): its size,
+    lines, spans and bad lines; a file held at its size is skipped by the next run."""
+    q = "SELECT path, size, lines, spans_added, skipped FROM ingested_files ORDER BY path"
+    assert _read(two, q).to_pylist() == _read(one, q).to_pylist()
+
+
+def _big_file(lines: list[bytes], folder: Path, crlf: bool = False) -> Path:
+    """The demo's lines, the first four in a .gz file (read whole: never split), the others in one plain file
+    with a blank line after its 3rd, a bad line after its 7th (its line 9) and its last line without a newline."""
+    rest = lines[4:]
+    body = [*rest[:3], b"", *rest[3:7], b'{"resourceSpans": [{"scopeSpans": [', *rest[7:]]
+    end = b"\r\n" if crlf else b"\n"
+    folder.mkdir(parents=True)
+    (folder / "big.jsonl").write_bytes(end.join(body))
+    (folder / "again.jsonl.gz").write_bytes(gzip.compress(end.join(lines[:4]) + end))
+    return folder
+
+
 def _both(
     traces: Path, tmp: Path, client: Any, gold: Path | None = None, **kw: Any
 ) -> tuple[AnalysisResult, Path, AnalysisResult, Path]:
@@ -346,14 +365,18 @@ def test_workers_run_without_the_samplers_that_take_the_gil(
     files=st.integers(min_value=1, max_value=5),
     maps=st.integers(min_value=1, max_value=5),
     seed=st.integers(min_value=0, max_value=10_000),
+    split=st.integers(min_value=2_000, max_value=60_000),
 )
 def test_any_partition_count_and_file_split_gives_the_single_run(
-    client: Any, demo_lines: list[bytes], parts: int, files: int, maps: int, seed: int
+    client: Any, demo_lines: list[bytes], parts: int, files: int, maps: int, seed: int, split: int
 ) -> None:
+    """Random partition counts, map tasks, files (every other one gzipped) and byte-range splits (``split``:
+    a plain file larger than it is read in line-aligned ranges by several map tasks)."""
     with tempfile.TemporaryDirectory(prefix="citeline-prop-") as tmp:
         traces = _scatter(demo_lines, Path(tmp), files=files, seed=seed)
-        single, one, part, two = _both(traces, Path(tmp), client, partitions=parts, map_tasks=maps)
+        single, one, part, two = _both(traces, Path(tmp), client, partitions=parts, map_tasks=maps, split_bytes=split)
         assert_same_run(single, one, part, two)
+        assert_same_files(one, two)
 
 
 def test_the_command_line_runs_on_a_scheduler_and_says_how(
@@ -370,6 +393,8 @@ def test_the_command_line_runs_on_a_scheduler_and_says_how(
             client.scheduler.address,
             "--partitions",
             "2",
+            "--split-bytes",
+            "100000",
             "--traces",
             str(traces),
             "--gold",
@@ -384,6 +409,7 @@ def test_the_command_line_runs_on_a_scheduler_and_says_how(
     assert code == 0
     assert out["summary"] == single.summary
     assert out["engine"]["scheduler"] == client.scheduler.address and out["engine"]["partitions"] == 2
+    assert out["engine"]["split_files"] == 1 and out["engine"]["byte_ranges"] == 2  # one per worker thread
     assert sorted(out["problems"]) == sorted(single.problems())
     # reports read the merged run as any other
     assert main(["report", "--db", str(tmp_path / "p.duckdb"), "--format", "json"]) == 0
@@ -548,15 +574,27 @@ def test_every_phase_shows_progress_on_a_terminal_and_nothing_on_a_pipe(
 def test_a_prefix_in_object_storage_partitioned_is_the_single_run(demo_lines: list[bytes], tmp_path: Path) -> None:
     """The Collector's layout in a loopback S3 bucket (moto), one trace across two objects, some gzipped,
     a bucket that does not exist beside it: each map task fetches its own objects with the credentials
-    of its worker's environment (a LocalCluster started here, after the environment points at moto)."""
-    _upload(_collector_objects(demo_lines))
+    of its worker's environment (a LocalCluster started here, after the environment points at moto).
+    Beside them one large object, read in byte ranges by several map tasks (ranged reads; split small
+    here), with a bad line named by its URL and true line number (issue #38 item 5)."""
+    assert len(demo_lines) > 24
+    objects = _collector_objects(demo_lines[:16])
+    big = _big_file(demo_lines[12:], tmp_path / "local")  # its lines 16 on; lines 12-15 in a .gz left on disk
+    objects["traces/big/big.jsonl"] = (big / "big.jsonl").read_bytes()
+    _upload(objects)
     urls = ["s3://lake/traces/", "s3://no-such-bucket/x/"]
     single = analyze(tmp_path / "one.duckdb", gold=gold_path(), traces=urls)
-    part = analyze_partitioned(tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3)
+    split = len(objects["traces/big/big.jsonl"]) // 4
+    part = analyze_partitioned(
+        tmp_path / "two.duckdb", gold=gold_path(), traces=urls, workers=2, partitions=3, map_tasks=4, split_bytes=split
+    )
     assert (
         "s3://no-such-bucket/x/:-: -: does not exist: The specified bucket does not exist; skipped" in part.problems()
     )
     assert_same_run(single, tmp_path / "one.duckdb", part, tmp_path / "two.duckdb")
+    assert_same_files(tmp_path / "one.duckdb", tmp_path / "two.duckdb")
+    assert part.engine["split_files"] == 1 and part.engine["byte_ranges"] >= 2
+    assert any(p.startswith("s3://lake/traces/big/big.jsonl:line 9: -: invalid JSON") for p in part.problems())
     con = connect(tmp_path / "two.duckdb", read_only=True)
     try:  # the store names each object by its URL, never by a worker's temporary copy
         sources = {s for (s,) in con.execute("SELECT DISTINCT source_file FROM spans").fetchall()}
@@ -760,3 +798,40 @@ def test_a_map_task_killed_twice_names_its_files_and_the_others_give_the_single_
     assert part.summary == single.summary and part.traces_read == single.traces_read == 1200
     assert part.engine["incomplete_traces"] == 0  # synthetic traces sit whole in one file: none lost a part
     assert any("may be in the files not read" in p for p in part.problems())
+
+
+def test_a_large_file_read_in_byte_ranges_by_several_map_tasks_is_the_single_run(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    """Issue #38 item 5: a plain file over the threshold (forced small here) is read in line-aligned byte ranges
+    by several map tasks, a .gz file whole: the single run's rows, spans, file_traces, ingested_files and
+    problems, the bad line named by the file and its true line number."""
+    traces = _big_file(demo_lines, tmp_path / "traces", crlf=True)
+    assert (traces / "again.jsonl.gz").stat().st_size > 2_000  # over the threshold, and read whole
+    single, one, part, two = _both(traces, tmp_path, client, partitions=3, map_tasks=5, split_bytes=2_000)
+    assert part.engine["split_files"] == 1 and part.engine["map_tasks"] == 5 and part.engine["byte_ranges"] >= 4
+    assert "1 file(s) read in byte ranges" in (part.engine_line() or "")
+    assert_same_run(single, one, part, two)
+    assert_same_files(one, two)
+    bad = [p for p in part.problems() if "invalid JSON" in p]
+    assert len(bad) == 1 and bad[0].startswith(f"{traces / 'big.jsonl'}:line 9: -: invalid JSON"), bad
+    # the file's (file, trace) rows once each, though every range's task wrote its own
+    q = "SELECT source_file, trace_id, count(*) AS n FROM file_traces GROUP BY ALL HAVING n > 1"
+    assert _read(two, q).num_rows == 0
+    # held at its size: the next night skips the split file as one process does
+    again = analyze_partitioned(two, gold=gold_path(), traces=[traces], client=client, split_bytes=2_000)
+    assert again.engine["skipped_files"] == 2 and again.engine["map_tasks"] == 0
+
+
+def test_a_lost_map_task_names_the_byte_ranges_it_read() -> None:
+    from citeline.analyzer.scaleout.partitioned import _coalesced, _Plan, _units
+
+    files = [("a.jsonl", 100), ("b.jsonl.gz", 500), ("c.jsonl", 30)]
+    units = _units(files, [0, 1, 2], 40)
+    assert units == [((0, (0, 33)), 33), ((0, (33, 66)), 33), ((0, (66, 100)), 34), ((1, None), 500), ((2, None), 30)]
+    groups, ranges = _coalesced([[units[0][0], units[1][0]], [units[2][0], units[3][0], units[4][0]]])
+    assert groups == [[0], [0, 1, 2]] and ranges == [[(0, 66)], [(66, 100), None, None]]  # adjacent ranges as one
+    plan = _Plan(files, [], groups, 2, 2, None, [], ranges)
+    assert plan.named(1) == ["a.jsonl (bytes 66-100)", "b.jsonl.gz", "c.jsonl"]
+    assert plan.split_files() == 1
+    assert plan.rank(0, 0) < plan.rank(1, 0) < plan.rank(1, 1) < plan.rank(1, 2)  # a span read twice keeps the first

@@ -126,7 +126,8 @@ def test_neither_engine_takes_an_option_of_its_own() -> None:
         assert list(params) == names, engine.__name__
         assert params["settings"].kind is inspect.Parameter.VAR_KEYWORD  # RunOptions' fields, by name
     cluster = {f.name for f in dataclasses.fields(partitioned.Cluster)}
-    assert cluster == {"scheduler", "workers", "partitions", "map_tasks", "out"} and not cluster & set(FIELDS)
+    assert cluster == {"scheduler", "workers", "partitions", "map_tasks", "out", "split_bytes"}
+    assert not cluster & set(FIELDS)
 
 
 class _Watched(RunOptions):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,7 @@ def test_a_large_run_on_the_shared_pool_classifies_every_claim_as_one_process_do
     first, _ = run_and_analyze(tmp_path, SCENARIOS)
     assert _workers.shared() is None
     monkeypatch.setattr(_splitting, "PARALLEL_ANSWERS", 1)
+    monkeypatch.setattr(_splitting, "POOL_MIN_ANSWERS", 1)
     monkeypatch.setattr(_rules, "PARALLEL_MIN", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     started: list[object] = []
@@ -122,6 +124,26 @@ def test_a_judgment_keeps_the_cache_key_it_was_stored_under(
     whole = [judge.name, judge.version, settings_json, claim, evidence, facts, quotes]
     assert cached.key(claim, evidence, facts, quotes) == hashlib.sha256(json.dumps(whole).encode()).hexdigest()
     assert cached.key(claim, evidence, facts, quotes) == cached.key(claim, list(evidence), facts, quotes)  # cached
+
+
+def test_a_run_too_small_for_a_pool_starts_no_worker_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below PARALLEL_ANSWERS distinct answers the run's text work stays in its own process: the judge, which
+    would take a batch of PARALLEL_MIN items to a pool of its own, starts none either (it started one per
+    batch, each worker importing the analyzer again)."""
+    started: list[int] = []
+
+    class Counted(ProcessPoolExecutor):
+        def __init__(self, workers: int, **kwargs: Any) -> None:
+            started.append(workers)
+            super().__init__(workers, **kwargs)
+
+    monkeypatch.setattr(_rules, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_workers, "ProcessPoolExecutor", Counted)
+    result, _ = run_and_analyze(tmp_path, SCENARIOS[:4])
+    assert started == []
+    assert _workers.cores() == 2  # the run left no inline mode behind
+    assert result.judge["asked"] > 0
 
 
 def test_a_run_in_another_thread_does_not_see_or_stop_this_runs_pool(monkeypatch: pytest.MonkeyPatch) -> None:

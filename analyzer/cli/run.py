@@ -120,6 +120,13 @@ def _register_analyze(add: AddCommand) -> None:
         "--partitions", type=int, help="with --engine dask: partitions of traces (default four per worker thread)"
     )
     an.add_argument("--out", help="with --engine dask: the folder the run's Parquet files go to (default DB.runs/)")
+    an.add_argument(
+        "--split-bytes",
+        type=int,
+        metavar="N",
+        help="with --engine dask: a trace file larger than N bytes (not .gz) is read in line-aligned byte ranges "
+        "by several map tasks (default 67108864, 64 MiB; 0: never)",
+    )
     add_format(an, "table", "json")
     an.add_argument("--quiet", action="store_true", help="no progress output")
     add_phoenix(an, "Phoenix base URL: failing claims get span links (or CITELINE_PHOENIX_URL)")
@@ -209,7 +216,13 @@ def _analyze_dask(args: argparse.Namespace, options: RunOptions, shown: bool) ->
         return analyze_partitioned(
             args.db,
             options,
-            Cluster(scheduler=args.scheduler, workers=args.workers, partitions=args.partitions, out=args.out),
+            Cluster(
+                scheduler=args.scheduler,
+                workers=args.workers,
+                partitions=args.partitions,
+                out=args.out,
+                split_bytes=args.split_bytes,
+            ),
             on_phase=(lambda name: err(f"{name}...")) if shown else None,
             on_progress=_counter if shown else None,
         )

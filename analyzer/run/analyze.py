@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -229,10 +230,28 @@ def _classify(
     watch: Watch,
     known: Mapping[str, tuple[str, str]] | None,
 ) -> Tally:
-    """Join, split/match, judge and classify the run's traces, a slice at a time (bounded memory); what it counted."""
+    """Join, split/match, judge and classify the run's traces, a slice at a time (bounded memory); what it counted.
+
+    The pool is sized to the work: a run with enough distinct answers to pay for workers starts them now, so
+    they import while DuckDB joins, and both its splitting and its judging use them; a smaller run does all its
+    text work here, in this process (no judge starts a pool of its own for one batch of it)."""
+    if scope.distinct_answers >= splitting.PARALLEL_ANSWERS:
+        return _classify_slices(con, setup, stamp, scope, watch, known, _workers.start(PRELOAD))
+    with _workers.in_process():
+        return _classify_slices(con, setup, stamp, scope, watch, known, None)
+
+
+def _classify_slices(
+    con: duckdb.DuckDBPyConnection,
+    setup: Setup,
+    stamp: RunStamp,
+    scope: joining.Scope,
+    watch: Watch,
+    known: Mapping[str, tuple[str, str]] | None,
+    pool: Executor | None,
+) -> Tally:
     run_id, ident = stamp.run_id, judges.ident(setup.judge)
     phrases, split_settings, keys = setup.abstain_phrases(), setup.split_settings(), setup.options.answer_roles()
-    pool = _workers.start(PRELOAD) if scope.distinct_answers >= splitting.PARALLEL_ANSWERS else None
     cached_judge = CachedJudge(con, setup.judge, known)
     tally = Tally(traces=scope.traces)  # every trace read, a request span or not
     parts, done = len(scope.slices), 0

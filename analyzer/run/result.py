@@ -160,6 +160,8 @@ class AnalysisResult:
             f"engine: {e['name']} ({e['scheduler']}, {e['workers']} worker(s)): {e['map_tasks']} map task(s), "
             f"{e['partitions']} partition(s), {e['retries']} task(s) run again"
         )
+        if e.get("split_files"):  # large files read in line-aligned byte ranges by several map tasks
+            line += f"; {e['split_files']} file(s) read in byte ranges"
         if e.get("skipped_files") or e.get("joined_traces"):  # files the store held, traces it held spans of
             line += f"; {e['skipped_files']} file(s) held skipped, {e['joined_traces']} trace(s) joined to stored spans"
         if e["failed_partitions"]:

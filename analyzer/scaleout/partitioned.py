@@ -25,6 +25,7 @@ run is in ``tasks.py``.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -51,6 +52,8 @@ from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
 from citeline.analyzer.scaleout import tasks as work
 from citeline.analyzer.sources import lake as _lake
+from citeline.analyzer.sources.byte_ranges import SPLIT_BYTES, splittable
+from citeline.analyzer.sources.byte_ranges import cut as cut_ranges
 from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, trace_files
 from citeline.analyzer.store import DEFAULT_DB, connect
 from citeline.analyzer.store import views as store_views
@@ -143,8 +146,9 @@ class Cluster:
 
     ``scheduler`` is a running scheduler's address (``tcp://host:8786``); without it a LocalCluster of
     ``workers`` one-thread processes is started and stopped by the run. ``partitions`` (default: four per
-    worker thread) and ``map_tasks`` (default: one per 256 MiB of trace files, at least one per worker
-    thread) change how the run is cut.
+    worker thread), ``map_tasks`` (default: one per 256 MiB of trace files, at least one per worker
+    thread) and ``split_bytes`` (a file larger than this, not gzip, is read in line-aligned byte ranges of
+    about this size by several map tasks; default 64 MiB) change how the run is cut.
     """
 
     scheduler: str | None = None
@@ -152,6 +156,7 @@ class Cluster:
     partitions: int | None = None
     map_tasks: int | None = None
     out: str | Path | None = None  # where the run's Parquet files go: default_out(db)
+    split_bytes: int | None = None  # a file larger than this is read in line-aligned byte ranges: SPLIT_BYTES
 
     @classmethod
     def split(cls, cluster: Cluster | None, settings: dict[str, Any]) -> tuple[Cluster, dict[str, Any]]:
@@ -235,6 +240,25 @@ class _Plan:
     workers: int
     scheduler: str | None
     skipped: list[str] = field(default_factory=list)  # files the store held at their size: their traces from it
+    #: per map task, per file of its group: None (read whole) or the byte range of a split file it reads
+    ranges: list[list[tuple[int, int] | None]] = field(default_factory=list)
+
+    def rank(self, m: int, k: int) -> int:
+        """The reading order of map task ``m``'s ``k``-th file (or range): a span read twice keeps the first."""
+        r = self.ranges[m][k] if self.ranges else None
+        return self.groups[m][k] * 2**40 + (r[0] if r else 0)
+
+    def split_files(self) -> int:
+        """How many files are read in byte ranges."""
+        return len({i for g, rs in zip(self.groups, self.ranges, strict=True) for i, r in zip(g, rs, strict=True) if r})
+
+    def named(self, m: int) -> list[str]:
+        """Map task ``m``'s files, each split file's range as ``path (bytes A-B)``."""
+        out = []
+        for k, i in enumerate(self.groups[m]):
+            r = self.ranges[m][k] if self.ranges else None
+            out.append(f"{self.files[i][0]} (bytes {r[0]}-{r[1]})" if r else self.files[i][0])
+        return out
 
 
 def _plan(
@@ -247,11 +271,47 @@ def _plan(
     threads = max(1, sum(client.nthreads().values()))
     parts = max(1, cluster.partitions or 4 * threads)
     todo = [i for i, f in enumerate(files) if f not in held]  # a file the store holds at its size: not read again
-    total = sum(files[i][1] for i in todo)
-    tasks = max(1, min(len(todo), cluster.map_tasks or max(threads, -(-total // MAP_BYTES)))) if todo else 0
-    groups = [[todo[i] for i in g] for g in _map_groups([files[i] for i in todo], tasks)] if todo else []
+    units = _units(files, todo, SPLIT_BYTES if cluster.split_bytes is None else cluster.split_bytes)
+    total = sum(size for _u, size in units)
+    tasks = max(1, min(len(units), cluster.map_tasks or max(threads, -(-total // MAP_BYTES)))) if units else 0
+    cut = _map_groups([(str(u), size) for u, size in units], tasks) if units else []
+    groups, ranges = _coalesced([[units[k][0] for k in g] for g in cut])
     skipped = [files[i][0] for i in range(len(files)) if files[i] in held]
-    return _Plan(files, listing_problems, groups, parts, len(client.nthreads()), cluster.scheduler, skipped)
+    return _Plan(files, listing_problems, groups, parts, len(client.nthreads()), cluster.scheduler, skipped, ranges)
+
+
+_Unit = tuple[int, tuple[int, int] | None]  # a file's index and None (whole) or a byte range of it
+
+
+def _units(files: list[tuple[str, int]], todo: list[int], split: int) -> list[tuple[_Unit, int]]:
+    """What map tasks read, in order, with its bytes: each file whole, or each range of a file over ``split``."""
+    out: list[tuple[_Unit, int]] = []
+    for i in todo:
+        path, size = files[i]
+        if splittable(path, size, split):
+            out.extend(((i, r), r[1] - r[0]) for r in cut_ranges(size, split))
+        else:
+            out.append(((i, None), size))
+    return out
+
+
+def _coalesced(groups: list[list[_Unit]]) -> tuple[list[list[int]], list[list[tuple[int, int] | None]]]:
+    """Each map task's files and ranges, a file's adjacent ranges in one task read as one range."""
+    files: list[list[int]] = []
+    ranges: list[list[tuple[int, int] | None]] = []
+    for g in groups:
+        fs: list[int] = []
+        rs: list[tuple[int, int] | None] = []
+        for i, r in g:
+            last = rs[-1] if rs else None
+            if r is not None and last is not None and fs[-1] == i and last[1] == r[0]:
+                rs[-1] = (last[0], r[1])
+                continue
+            fs.append(i)
+            rs.append(r)
+        files.append(fs)
+        ranges.append(rs)
+    return files, ranges
 
 
 def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
@@ -337,11 +397,21 @@ class _Driver:
 
     def _submit(self, ctx: work.Context) -> _Tasks:
         client, prefix, files, parts, out = self.client, self.prefix, self.plan.files, self.plan.parts, self.out()
+        plan = self.plan
         maps = [
             client.submit(
-                work.map_files, prefix, m, [files[i][0] for i in g], g, parts, out, key=f"{prefix}-map-{m}", retries=1
+                work.map_files,
+                prefix,
+                m,
+                [files[i][0] for i in g],
+                [plan.rank(m, k) for k in range(len(g))],
+                parts,
+                out,
+                plan.ranges[m] if any(plan.ranges[m]) else None,
+                key=f"{prefix}-map-{m}",
+                retries=1,
             )
-            for m, g in enumerate(self.plan.groups)
+            for m, g in enumerate(plan.groups)
         ]
         pieces = [
             [client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
@@ -389,6 +459,7 @@ class _Driver:
         """Each map task's ingested_files into the store, its file_traces file noted; a map task that failed
         twice named with its files (the partitions run without them)."""
         report, groups = self.report, self.plan.groups
+        ranges: list[dict[str, Any]] = []
         for m, meta_f in enumerate(metas):
             try:
                 meta = meta_f.result()
@@ -396,7 +467,8 @@ class _Driver:
                 lost = [self.plan.files[i][0] for i in groups[m]]
                 self.lost_maps.append(m)
                 report.paths = [p for p in report.paths if p not in lost]
-                shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+                named = self.plan.named(m)
+                shown = ", ".join(named[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
                 report.problems.append(
                     Problem(
                         "partitioned run",
@@ -410,9 +482,45 @@ class _Driver:
                 self._timed("store_ingest", _store_ingest, self.con, meta, report)
                 if meta["file_traces_rows"]:
                     self.files.setdefault("file_traces", []).append((meta["file_traces"], meta["file_traces_rows"]))
+                ranges.append(meta)
                 self.seconds["map"].append(meta["seconds"])
             self.watch.tick("reading trace files", m + 1, len(groups))
+        if any(meta.get("ranges") for meta in ranges):
+            self._timed("store_ingest", self._store_split_files, ranges)
         report.problems.extend(self.plan.listing_problems)
+
+    def _store_split_files(self, metas: list[dict[str, Any]]) -> None:
+        """The files read in byte ranges, each as one whole file: its ingested_files row (lines, spans and bad
+        lines summed over its ranges) once every range was read, so a file held at its size is skipped as
+        one process skips it; a file with a range lost is not recorded (the next run reads it whole). Their
+        (file, trace) rows, which each range's task wrote, made distinct in one file."""
+        lost = {self.plan.files[i][0] for m in self.lost_maps for i in self.plan.groups[m]}
+        sizes = dict(self.plan.files)
+        got: dict[str, list[dict[str, Any]]] = {}
+        for meta in metas:
+            for row in meta.get("ranges", []):
+                got.setdefault(row["path"], []).append(row)
+        fresh = []
+        for path, rows in got.items():
+            if path in lost or not all(r["read"] for r in rows):
+                continue  # named: its first range's task says why the file is not read, or its range's task failed
+            lines, spans, bad = (sum(int(r[k]) for r in rows) for k in ("lines", "spans", "bad"))
+            at = max((r["at"] for r in rows if r["at"] is not None), default=None) or dt.datetime.now(dt.UTC).replace(
+                tzinfo=None
+            )
+            fresh.append((path, sizes[path], lines, spans, bad, at))
+            self.report.files += 1
+            self.report.bytes += sizes[path]
+        if fresh:
+            self.con.executemany("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)", fresh)
+        ranged = [meta["file_traces_ranges"][0] for meta in metas if meta.get("file_traces_ranges", ("", 0))[1]]
+        if ranged:
+            path = self.out().path("file_traces", "ranges")
+            n = work.write(self.con, f"SELECT DISTINCT * FROM read_parquet({_literal_list(ranged)})", path)
+            self.files.setdefault("file_traces", []).append((path, n))
+        for meta in metas:
+            if "file_traces_ranges" in meta:
+                Path(meta["file_traces_ranges"][0]).unlink(missing_ok=True)
 
     def _earlier(self) -> str | None:
         """The spans the store held before this run of the run's traces (those of the files it skipped, and
@@ -541,6 +649,8 @@ class _Driver:
             "scheduler": plan.scheduler or "LocalCluster",
             "workers": plan.workers,
             "map_tasks": len(plan.groups),
+            "split_files": plan.split_files(),
+            "byte_ranges": sum(1 for rs in plan.ranges for r in rs if r),  # each read by its own map task
             "partitions": plan.parts,
             "retries": sum(n - 1 for kind in attempts.values() for n in kind.values() if n > 1),
             "failed_partitions": [p + 1 for p, _w in sorted(failed)],
@@ -577,6 +687,10 @@ class _Driver:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _literal_list(texts: list[str]) -> str:
+    return "[" + ", ".join(_literal(t) for t in texts) + "]"
 
 
 def _sampling_workers(client: Any) -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -25,6 +26,7 @@ from citeline.analyzer import workers as _workers
 from citeline.analyzer.judges import Judge
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.options import RunOptions
+from citeline.analyzer.sources.byte_ranges import ingest_ranges
 from citeline.analyzer.sources.ingest import ingest
 from citeline.analyzer.store import connect
 
@@ -179,15 +181,28 @@ def _threads(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"SET threads = {max(1, int(nthreads or 1))}")  # an int, never user input
 
 
-def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: int, out: Output) -> dict[str, Any]:
+def map_files(
+    run: str,
+    task: int,
+    files: list[str],
+    ranks: list[int],
+    parts: int,
+    out: Output,
+    ranges: list[tuple[int, int] | None] | None = None,
+) -> dict[str, Any]:
     """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition, each file's
-    traces written under the run's location."""
+    traces written under the run's location. ``ranges``: per file, None (read whole) or the byte range
+    whose lines this task reads (sources/byte_ranges.py)."""
     _event(MAP_EVENTS, {"run": run, "task": task})
     t0, c0 = time.perf_counter(), time.process_time()
     con = connect(":memory:")
+    scratch = _scratch() if ranges and any(ranges) else None
     try:
         _threads(con)
-        report = ingest(con, files)
+        if scratch is not None and ranges is not None:
+            report, range_rows = ingest_ranges(con, files, ranges, scratch)
+        else:
+            report, range_rows = ingest(con, files), []
         t1 = time.perf_counter()
         con.execute("CREATE TEMP TABLE t_rank (path VARCHAR, file_rank BIGINT)")
         con.executemany("INSERT INTO t_rank VALUES (?, ?)", list(zip(files, ranks, strict=True)))
@@ -205,15 +220,36 @@ def map_files(run: str, task: int, files: list[str], ranks: list[int], parts: in
         meta = {
             "files": files,
             "report": report,
-            "file_traces": out.path("file_traces", f"map-{task:05d}"),
-            "file_traces_rows": write(con, "SELECT * FROM file_traces", out.path("file_traces", f"map-{task:05d}")),
+            **_file_traces(con, out, task, [r["path"] for r in range_rows]),
             "ingested": con.execute("SELECT * FROM ingested_files").fetchall(),
+            "ranges": range_rows,
             # what the bench reports: wall seconds, and the worker's CPU seconds (a shared machine's load aside)
             "seconds": {"ingest": t1 - t0, "cut": time.perf_counter() - t1, "cpu": time.process_time() - c0},
         }
     finally:
         con.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     return {"pieces": pieces, "meta": meta}
+
+
+def _file_traces(con: duckdb.DuckDBPyConnection, out: Output, task: int, split: list[str]) -> dict[str, Any]:
+    """The task's files' traces under the run's location: the whole files' in ``map-N``, the split files'
+    (their other ranges' tasks write theirs too) in ``ranges-map-N``, made distinct over the run by the driver."""
+    whole = out.path("file_traces", f"map-{task:05d}")
+    got: dict[str, Any] = {"file_traces": whole}
+    if not split:
+        got["file_traces_rows"] = write(con, "SELECT * FROM file_traces", whole)
+        return got
+    con.execute("CREATE OR REPLACE TEMP TABLE t_split (path VARCHAR)")
+    con.executemany("INSERT INTO t_split VALUES (?)", [(p,) for p in sorted(set(split))])
+    got["file_traces_rows"] = write(con, "SELECT * FROM file_traces ANTI JOIN t_split ON path = source_file", whole)
+    ranged = out.path("file_traces", f"ranges-map-{task:05d}")
+    got["file_traces_ranges"] = (
+        ranged,
+        write(con, "SELECT * FROM file_traces SEMI JOIN t_split ON path = source_file", ranged),
+    )
+    return got
 
 
 def piece(out: dict[str, Any], part: int) -> bytes | None:

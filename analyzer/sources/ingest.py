@@ -15,7 +15,7 @@ import gzip
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,31 +131,42 @@ def _diagnose(
 
 @dataclass(frozen=True)
 class _Ends:
-    """How a file's lines are written: a byte-order mark first, CRLF line ends."""
+    """How a file's lines are written: a byte-order mark first, CRLF line ends, and whether its last byte is
+    a newline (None: not known, a .gz file is not read to its end for it)."""
 
     bom: bool = False
     crlf: bool = False
+    last_newline: bool | None = None
 
 
 def _ends(path: Path) -> _Ends:
-    """Read off the file's first 64 KiB (the sniff's bytes: no second pass over the file)."""
+    """Read off the file's first 64 KiB (the sniff's bytes: no second pass over the file) and its last byte."""
     try:
         if path.suffix == ".gz":
             with gzip.open(path, "rb") as f:
                 head = f.read(SNIFF_BYTES)
+            last = None
         else:
             with open(path, "rb") as f:
                 head = f.read(SNIFF_BYTES)
+                f.seek(max(0, f.seek(0, 2) - 1))
+                last = f.read(1) == b"\n"
     except (OSError, EOFError, gzip.BadGzipFile):
         return _Ends()
-    return _Ends(head.startswith(BOM), b"\r\n" in head)
+    return _Ends(head.startswith(BOM), b"\r\n" in head, last)
 
 
 def _whole(size: int, lines: int, covered: int, ends: _Ends = _Ends()) -> bool:
     """Did the lines that gave spans cover the file (each line plus its newline)? DuckDB reads a
-    line without a leading byte-order mark and without the \\r of a CRLF line end."""
+    line without a leading byte-order mark and without the \\r of a CRLF line end. A last line without
+    its newline covers one byte (CRLF: two) less; when the file's last byte is known, only the shortfall it
+    explains is allowed (else a blank line's byte and a missing last newline would cancel out)."""
     extra = size - covered - (len(BOM) if ends.bom else 0) - (lines if ends.crlf else 0)
-    return extra in (0, -1) or (ends.crlf and extra == -2) or (size == 0 and lines == 0)
+    if size == 0 and lines == 0:
+        return True
+    if ends.last_newline is not None:
+        return extra == (0 if ends.last_newline else -2 if ends.crlf else -1)
+    return extra in (0, -1) or (ends.crlf and extra == -2)
 
 
 _LINE_TABLES = ("spans", "t_batch")
@@ -243,22 +254,24 @@ def ingest(
     paths: Iterable[str | Path],
     *,
     progress: Callable[[int, int], None] | None = None,
+    unsniffed: Collection[str] = (),
 ) -> IngestReport:
     """Read trace files into ``spans``; returns what was read and what was skipped.
 
     A path may be a file, a folder (every trace file under it), or an object-storage URL
     (``s3://bucket/prefix/``: every trace file under it, copied to a temporary folder first and
-    recorded by its URL; analyzer/sources/lake.py)."""
+    recorded by its URL; analyzer/sources/lake.py). ``unsniffed``: local files not sniffed for a trace line
+    first (a byte range of a larger file, whose own head was sniffed: sources/byte_ranges.py)."""
     paths = list(paths)
     remote = [str(p) for p in paths if _lake.is_url(p)]
     if not remote:
-        return _ingest_files(con, paths, progress, None)
+        return _ingest_files(con, paths, progress, None, unsniffed)
     local = [p for p in paths if not _lake.is_url(p)]
     held = con.execute("SELECT path, size FROM ingested_files").fetchall()
     known = {(str(path), int(size)) for path, size in held}
     with tempfile.TemporaryDirectory(prefix="citeline-lake-") as tmp:
         spool = _lake.fetch(remote, Path(tmp), PATTERNS, known)
-        report = _ingest_files(con, [*local, *spool.files], progress, spool)
+        report = _ingest_files(con, [*local, *spool.files], progress, spool, unsniffed)
     return report
 
 
@@ -267,6 +280,7 @@ def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fal
     paths: Iterable[str | Path],
     progress: Callable[[int, int], None] | None,
     spool: _lake.Spool | None,
+    unsniffed: Collection[str] = (),
 ) -> IngestReport:
     report = IngestReport()
     files = trace_files(paths)
@@ -282,7 +296,7 @@ def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fal
         if (str(f), sizes[f]) in known:
             report.files_skipped_unchanged += 1
             continue
-        why = not_trace_file(f)
+        why = not_trace_file(f) if str(f) not in unsniffed else None
         if why is None and f.suffix == ".gz":
             try:
                 unpacked[f] = _streaming.decompressed_size(f)

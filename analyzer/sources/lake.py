@@ -75,6 +75,20 @@ def _fs(url: str) -> tuple[Any, str]:
     return fs, str(root)
 
 
+def open_object(url: str) -> Any:
+    """The object at ``url`` open for reading bytes at any offset (ranged requests, never the whole object)."""
+    try:
+        fs, root = _fs(url)
+    except LakeError as exc:
+        raise OSError(str(exc)) from exc
+    return fs.open(root, "rb")
+
+
+def why(exc: BaseException) -> str:
+    """What went wrong reading an object, in words for the person running the job (never a credential)."""
+    return _why(exc)
+
+
 def _why(exc: BaseException) -> str:
     """What went wrong, in words for the person running the job (never a credential)."""
     if isinstance(exc, FileNotFoundError):

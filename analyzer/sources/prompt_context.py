@@ -203,7 +203,8 @@ def read(con: duckdb.DuckDBPyConnection, stats: Stats) -> None:
                 stats.no_prompt += 1
             out.append(row)
     steps.fill(con, "t_prompt_context", records=out)
-    steps.run(con, "apply_prompt_context")
+    if out:  # nothing read off a prompt leaves every trace as it is: t_traces is not copied to itself
+        steps.run(con, "apply_prompt_context")
 
 
 __all__ = ["NO_CONTEXT_SEEN", "NO_PROMPT", "REDACTED", "context_from_prompt", "read"]

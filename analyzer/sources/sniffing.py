@@ -31,6 +31,12 @@ def not_trace_file(path: Path) -> str | None:
         return f"not a readable gzip file ({type(exc).__name__}: {exc})"
 
 
+def not_trace_head(f: IO[bytes]) -> str | None:
+    """Why the (uncompressed) file open at its start as ``f`` cannot be a trace file, or None: what
+    :func:`not_trace_file` says of a file, for one read in byte ranges (local or in object storage)."""
+    return _no_trace_line(f)
+
+
 _SNIFF_LINES = 64  # lines looked at before a file is called someone else's
 _SNIFF_BUDGET = 64 * 1024 * 1024  # bytes read at most to find them (a few huge lines)
 _MARKS = (b'"resourceSpans"', b'"resourceLogs"')  # what starts an OTLP trace or logs request
