@@ -174,14 +174,21 @@ gold_rows AS (
     SELECT t.trace_id, t.case_id, '(abstain)', []::VARCHAR[][], NULL
     FROM t_traces AS t WHERE t.expect = 'abstain'
 ),
-answered AS (   -- generated claims some gold claim took: matched, or a clause of a matched whole sentence
+answered AS (   -- generated claims some gold claim took: matched, a clause of a matched whole sentence, or a
+                -- table row every cell of which some gold claim took (a cell names its row, a whole its clauses)
     SELECT trace_id, claim_idx FROM t_match
     UNION
     SELECT w.trace_id, unnest(w.joins) FROM t_match AS m
     JOIN t_gen_claims AS w ON w.trace_id = m.trace_id AND w.claim_idx = m.claim_idx
-    WHERE len(w.joins) > 0
+    WHERE len(w.joins) > 1
+    UNION
+    SELECT c.trace_id, c.joins[1] FROM t_gen_claims AS c
+    LEFT JOIN (SELECT DISTINCT trace_id, claim_idx FROM t_match) AS m USING (trace_id, claim_idx)
+    WHERE len(c.joins) = 1 AND c.factual
+    GROUP BY c.trace_id, c.joins[1]
+    HAVING bool_and(m.claim_idx IS NOT NULL)
 ),
-unmatched_rows AS (  -- a sentence cut into clauses is claimed by its clauses, never as a whole
+unmatched_rows AS (  -- a sentence cut into clauses is claimed by its clauses, never as a whole; a row not by its cells
     SELECT g.trace_id, t.case_id, NULL::VARCHAR AS gold_claim_id, []::VARCHAR[][] AS bundles, g.claim_idx
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)

@@ -5,8 +5,9 @@
 --   structured answers carry claims and chunk ids already. A label the
 --   map does not hold is an invalid citation (the splitter only reads brackets that fit
 --   the map's shape, so "[2026]" before a map of eight labels is text, not a label).
---   joins: a sentence cut into clauses also comes whole, naming its clauses' claim_idx;
---   matching may take it, and it is never a claim row of its own (classify.sql).
+--   joins: a sentence cut into clauses also comes whole, naming its clauses' claim_idx (two
+--   or more), and a table row's cells come beside the row, each naming the row's (one);
+--   matching may take either, and neither is a claim row of its own (classify.sql).
 -- Grain: one row per (trace, claim_idx).
 -- Parameters: none. Reads: t_traces, t_split_keys (trace_id, split_id),
 --   t_answer_claims (split, claim_idx, text, labels, factual, joins).

@@ -15,7 +15,9 @@
 --   the 5-day claim from the right, uncited sentence before it (1). A gold claim without
 --   numbers keeps citing first (a right sentence citing the wrong chunk must still meet it:
 --   attribution). A sentence cut into clauses is a candidate whole as well (gen_claims.sql):
---   a gold claim the clauses answer together takes the whole.
+--   a gold claim the clauses answer together takes the whole. A table row is one claim and
+--   each of its cells a candidate too (joins names the row): a gold claim one cell states all
+--   the numbers of takes the cell, one whose numbers no cell states alone takes the row (fit).
 -- Grain: one row per (trace, gold claim) that found a match.
 -- Parameters: $min_sim (DOUBLE), $min_shared_sim (DOUBLE, when a citation is shared).
 -- Reads: t_gen_claims, t_traces, t_gold_claims,
@@ -30,8 +32,9 @@ WITH gold AS (  -- each gold claim with the evidence of its case's other gold cl
 ),
 candidates AS (
     SELECT g.trace_id, t.case_id, gc.claim_id, g.claim_idx, s.sim, s.num_agree,
+           CASE WHEN len(g.joins) = 1 THEN g.joins[1] END AS row_idx,  -- a table cell: its row's claim
            any_in(g.cited, gc.evidence_ids) AS shares,
-           s.gold_has_numbers AND s.num_agree = 0 AS states_none,
+           s.gold_has_numbers, s.gold_has_numbers AND s.num_agree = 0 AS states_none,
            any_in(g.cited, gc.other_ids) AND s.gold_has_numbers AND s.num_agree < 1 AS about_other
     FROM t_gen_claims AS g
     JOIN t_traces AS t USING (trace_id)
@@ -40,12 +43,17 @@ candidates AS (
     WHERE g.factual
 ),
 ranked AS (
-    SELECT *, CASE WHEN shares AND NOT states_none THEN 2 WHEN about_other THEN 0 ELSE 1 END AS preference
+    SELECT *, CASE WHEN shares AND NOT states_none THEN 2 WHEN about_other THEN 0 ELSE 1 END AS preference,
+           -- a table cell: first when it states every number of the gold claim (the narrowest claim that
+           -- answers it, before its row), last when it states fewer (a gold claim spanning cells is its
+           -- row's, however many other columns dilute the row's word overlap); any other claim between
+           CASE WHEN row_idx IS NULL OR NOT gold_has_numbers THEN 0 WHEN num_agree = 1 THEN 1 ELSE -1 END AS fit
     FROM candidates
     WHERE sim >= $min_sim OR (shares AND sim >= $min_shared_sim)
 )
 SELECT trace_id, case_id, claim_id,
-       arg_max(claim_idx, {'preference': preference, 'sim': sim, 'numbers': num_agree, 'earlier': -claim_idx})
+       arg_max(claim_idx, {'preference': preference, 'fit': fit, 'sim': sim, 'numbers': num_agree,
+                           'earlier': -claim_idx})
            AS claim_idx
 FROM ranked
 GROUP BY trace_id, case_id, claim_id

@@ -32,6 +32,10 @@ CORPUS = {
     "returns#2026": "Since 2026, opened devices can be returned within 30 days of delivery.",
     "basic#1": "The Basic plan has a monthly price of $5 and a refund window of 30 days.",
     "pro#1": "The Pro plan has a monthly price of $12 and a refund window of 60 days.",
+    "tier#basic": "The Basic plan costs $5 per month and includes 10 GB of storage.",
+    "tier#pro": "The Pro plan costs $20 per month and includes 100 GB of storage.",
+    "tier#wide": "The Pro plan costs $20 per month and includes 100 GB of storage, 5 seats, email support and a "
+    "99.9% uptime target.",
 }
 WINDOW = {"claim_id": "window", "text": "Opened devices can be returned within 30 days.", "facts": ["30 days"]}
 REFUND = {"claim_id": "refund", "text": "Refunds are paid within 5 business days.", "facts": ["5 business days"]}
@@ -253,9 +257,12 @@ def test_a_table_with_one_wrong_cell_fails_that_cell_only(tmp_path: Path) -> Non
     assert [(r[1], r[2], r[4]) for r in _rows(result)] == [
         ("basic-price", "ok", "Basic, monthly price: $5"),
         ("basic-window", "ok", "Basic, refund window: 30 days"),
-        ("pro-price", "grounding", "Pro, monthly price: $15"),
+        # no cell states the gold claim's $12: the row answers it, and its reason names the wrong cell (issue #36)
+        ("pro-price", "grounding", "Plan: Pro; monthly price: $15; refund window: 60 days"),
         ("pro-window", "ok", "Pro, refund window: 60 days"),
     ]
+    reasons = {r["gold_claim_id"]: r["reason"] for r in result.claims.to_dicts()}
+    assert reasons["pro-price"] == "contradicted: cell 'monthly price: $15': states 15 USD where the gold fact is '$12'"
     assert result.skipped_text == {"table_header": 1}
 
 
@@ -314,3 +321,88 @@ def test_text_that_needs_no_citation_gives_no_claim_row_and_is_counted(tmp_path:
     extra = sorted((r[4], r[2]) for r in _rows(strict) if not r[1])
     assert extra == [("The sources conflict.", "uncited"), ("Would you like to know more?", "uncited")]
     assert strict.skipped_text == {"greeting": 1, "list_number": 2, "not_factual": 1}  # "Sources:" cites, says nothing
+
+
+TIERS = [
+    {"claim_id": "basic", "text": CORPUS["tier#basic"], "facts": ["$5", "10 GB"]},
+    {"claim_id": "pro", "text": CORPUS["tier#pro"], "facts": ["$20", "100 GB"]},
+]
+PRO_STORAGE = {"claim_id": "pro-storage", "text": "The Pro plan includes 100 GB of storage.", "facts": ["100 GB"]}
+MD_TIERS = "| Plan | Price | Storage |\n|---|---|---|\n| Basic | $5 | 10 GB [1] |\n| Pro | {pro} | 100 GB [2] |\n"
+HTML_TIERS = (
+    "<table><thead><tr><th>Plan</th><th>Price</th><th>Storage</th></tr></thead><tbody>"
+    "<tr><td>Basic</td><td>$5</td><td>10 GB [1]</td></tr><tr><td>Pro</td><td>{pro}</td><td>100 GB [2]</td></tr>"
+    "</tbody></table>"
+)
+# more columns than the gold claim speaks of: each dilutes the row's word overlap with it
+WIDE_TIERS = (
+    "| Plan | Price | Storage | Seats | Support | Uptime target |\n|---|---|---|---|---|---|\n"
+    "| Pro | {pro} | 100 GB | 5 | email | 99.9% [1] |\n"
+)
+
+
+def test_a_table_row_is_one_claim_so_a_gold_claim_spanning_its_cells_is_met_and_a_wrong_cell_is_named(
+    tmp_path: Path,
+) -> None:
+    """Issue #36 item 4: a row (plan, price, storage, [n] in its last cell) under its header is one claim. On
+    main its cells were claims of their own, so a gold claim stating the price and the storage was met by
+    neither ("does not state the gold fact '$20'"). Each right row has its twin differing by the Pro row's
+    price cell only; the wrong one is named, on the gold basis and on the corpus basis (no gold case)."""
+    chunks = ["tier#basic", "tier#pro"]
+    cases = [_case(c, *TIERS, support=chunks) for c in ("md-right", "md-wrong", "html-right", "html-wrong")]
+    cases += [_case(c, TIERS[1], support=["tier#wide"]) for c in ("wide-right", "wide-wrong")]
+    cases.append(_case("part", PRO_STORAGE, support=["tier#pro"]))
+    answers = [
+        ("md-right", chunks, MD_TIERS.format(pro="$20")),
+        ("md-wrong", chunks, MD_TIERS.format(pro="$25")),
+        ("html-right", chunks, HTML_TIERS.format(pro="$20")),
+        ("html-wrong", chunks, HTML_TIERS.format(pro="$25")),
+        ("wide-right", ["tier#wide"], WIDE_TIERS.format(pro="$20")),
+        ("wide-wrong", ["tier#wide"], WIDE_TIERS.format(pro="$25")),
+        # one gold claim takes one cell (storage): the row, whose price no gold claim speaks of, is still judged
+        ("part", chunks, MD_TIERS.format(pro="$25")),
+        ("no-such-case", chunks, MD_TIERS.format(pro="$25")),  # corpus basis
+    ]
+    result = _run(tmp_path, answers, _gold(tmp_path, cases))
+    rows = sorted(
+        (r["case_id"] or "", r["gold_claim_id"] or "", r["bucket"], r["stage"] or "", r["claim_text"], r["reason"])
+        for r in result.claims.to_dicts()
+    )
+    basic, pro = "Plan: Basic; price: $5; storage: 10 GB", "Plan: Pro; price: {}; storage: 100 GB"
+    wide = "Plan: Pro; price: {}; storage: 100 GB; seats: 5; support: email; uptime target: 99.9%"
+    ok = (
+        "supported and cited as the gold set says; resolution and render were not traced (add @resolution and "
+        "@render to check the links the user got)"
+    )
+    corpus_ok = ok.replace("and cited as the gold set says", "by what it cites (corpus basis: no gold case)")
+    wrong = "contradicted: cell 'price: $25': states 25 USD where the gold fact is '$20'"
+    cited_wrong = "contradicted: cell 'price: $25': claim says 25 USD, the evidence says 20 USD"
+    assert rows == [
+        (
+            "",
+            "",
+            "grounding",
+            "generation",
+            pro.format("$25"),
+            "contradicted by what it cites (tier#pro), and nothing else in the context supports it: "
+            + cited_wrong.removeprefix("contradicted: ")
+            + "; no gold case, so retrieval cannot be blamed (a retrieval_miss or context_drop needs one: add a case "
+            "for this question)",
+        ),
+        ("", "", "ok", "", basic, corpus_ok),
+        ("html-right", "basic", "ok", "", basic, ok),
+        ("html-right", "pro", "ok", "", pro.format("$20"), ok),
+        ("html-wrong", "basic", "ok", "", basic, ok),
+        ("html-wrong", "pro", "grounding", "generation", pro.format("$25"), wrong),
+        ("md-right", "basic", "ok", "", basic, ok),
+        ("md-right", "pro", "ok", "", pro.format("$20"), ok),
+        ("md-wrong", "basic", "ok", "", basic, ok),
+        ("md-wrong", "pro", "grounding", "generation", pro.format("$25"), wrong),
+        # the storage cell answers the gold claim; the row, whose price no gold claim takes, is judged too
+        ("part", "", "grounding", "generation", pro.format("$25"), cited_wrong),
+        ("part", "", "ok", "", basic, ok),
+        ("part", "pro-storage", "ok", "", "Pro, storage: 100 GB", ok),
+        # six columns, two of them the gold claim's: still the row's (its cells state one number each)
+        ("wide-right", "pro", "ok", "", wide.format("$20"), ok),
+        ("wide-wrong", "pro", "grounding", "generation", wide.format("$25"), wrong),
+    ]

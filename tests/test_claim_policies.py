@@ -13,6 +13,7 @@ import pytest
 
 from citeline.analyzer.claims.policy import EXEMPT_KINDS, Policy, PolicyError, attach_policy, exempt_kinds
 from citeline.analyzer.claims.splitter import Split, skipped_kinds, split_answer, split_claims
+from citeline.analyzer.claims.tables import row_parts
 from citeline.analyzer.gold.goldset import load_gold
 from citeline.instrumentation.labels import Shape
 
@@ -56,14 +57,14 @@ TABLE = "| Plan | Price | Refund window |\n|---|---|---|\n| Basic | $5 | 30 days
             MIXED,
             [("Returns take 30 days.", ("1",)), ("Refunds take 5 business days.", ()), ("A 15% fee applies.", ("2",))],
         ),
+        # ... and a table row is one claim, its cells labelled by their headers, citing every marker of the row
+        # (issue #36; its cells are kept as candidates for matching: test_a_table_row_is_one_claim_...)
         (
             "auto",
             TABLE,
             [
-                ("Basic, price: $5", ("1",)),
-                ("Basic, refund window: 30 days", ("1",)),
-                ("Pro, price: $12", ("2",)),
-                ("Pro, refund window: 60 days", ()),
+                ("Plan: Basic; price: $5; refund window: 30 days", ("1",)),
+                ("Plan: Pro; price: $12; refund window: 60 days", ("2",)),
             ],
         ),
         # sentence: a marker covers its sentence (main's reading); a table row is one claim
@@ -247,14 +248,56 @@ def test_a_reference_list_is_read_as_the_label_to_source_map_it_is() -> None:
     )
 
 
-def test_an_html_table_is_read_cell_by_cell_with_its_headers() -> None:
+def test_an_html_table_is_read_row_by_row_with_its_headers() -> None:
     html = (
         "<table><thead><tr><th>Plan</th><th>Price (USD)</th></tr></thead>"
         "<tbody><tr><td>Basic</td><td>5 [1]</td></tr><tr><td>Pro</td><td>12 &amp; up [2]</td></tr></tbody></table>"
     )
     split = split_answer(html, Policy(shape=EIGHT))
-    assert [(c.text, c.labels) for c in split.claims] == [("Basic, price: $5", ("1",)), ("Pro, price: 12 & up", ("2",))]
+    assert [(c.text, c.labels, c.joins) for c in split.claims] == [
+        ("Plan: Basic; price: $5", ("1",), ()),
+        ("Plan: Pro; price: 12 & up", ("2",), ()),
+        ("Basic, price: $5", ("1",), (0,)),
+        ("Pro, price: 12 & up", ("2",), (1,)),
+    ]
     assert _kinds(split) == [("table_header", "Plan Price (USD)")]
+    cells = split_answer(html, Policy(attach="table-cell", shape=EIGHT))
+    assert [(c.text, c.labels) for c in cells.claims] == [("Basic, price: $5", ("1",)), ("Pro, price: 12 & up", ("2",))]
+
+
+def test_a_table_row_is_one_claim_and_its_cells_are_candidates_naming_it() -> None:
+    """Issue #36 item 4: under ``auto`` a row is one claim (its cells labelled by their headers, joined by "; ")
+    and each factual cell a candidate whose ``joins`` names its row (matching may take it for a gold claim one
+    cell answers; it is never a claim of its own). A semicolon inside a cell becomes a comma, so the row's
+    claim reads back into its parts; an empty cell is counted, not a part; a row without a header joins its
+    values; a row with one part is its own cell."""
+    text = (
+        "| Plan | Price | Notes |\n|---|---|---|\n"
+        "| Pro | $12; billed yearly | — [1] |\n"
+        "| Team | [2] | n/a |\n"
+        "| Max | $40 | 3 seats [3] |\n"
+    )
+    split = split_answer(text, Policy(shape=EIGHT))
+    assert [(c.text, c.labels, c.factual, c.joins) for c in split.claims] == [
+        ("Plan: Pro; price: $12, billed yearly", ("1",), True, ()),
+        ("Plan: Team", ("2",), False, ()),
+        ("Plan: Max; price: $40; notes: 3 seats", ("3",), True, ()),
+        ("Pro, price: $12; billed yearly", ("1",), True, (0,)),
+        ("Max, price: $40", ("3",), True, (2,)),
+        ("Max, notes: 3 seats", ("3",), True, (2,)),
+    ]
+    assert row_parts(split.claims[2].text) == ["Plan: Max", "price: $40", "notes: 3 seats"]
+    assert _kinds(split) == [
+        ("table_header", "Plan Price Notes"),
+        ("not_factual", "Pro, notes: —"),
+        ("not_factual", "Team, notes: n/a"),
+    ]
+    bare = "| Basic | $5 | 30 days [1] |\n"
+    assert [(c.text, c.joins) for c in split_claims(bare, Policy(shape=EIGHT))] == [
+        ("Basic; $5; 30 days", ()),
+        ("Basic: $5", (0,)),
+        ("Basic: 30 days", (0,)),
+    ]
 
 
 def test_a_short_list_item_stating_a_number_carries_its_lead_in_and_unit() -> None:

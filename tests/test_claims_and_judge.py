@@ -43,8 +43,11 @@ DATA = Path(__file__).resolve().parent / "data"  # vendored test data, origin an
             "- First item costs $5 [1]\n- Second item [2]\n",
             [("First item costs $5", ("1",)), ("Second item", ("2",))],
         ),
-        # the header row is no claim; the cell is, named by its row and column
-        ("| plan | price |\n|---|---|\n| basic | $5 [3] |\n", [("basic, price: $5", ("3",))]),
+        # the header row is no claim; the row is one, its cell a candidate named by its row and column
+        (
+            "| plan | price |\n|---|---|\n| basic | $5 [3] |\n",
+            [("plan: basic; price: $5", ("3",)), ("basic, price: $5", ("3",))],
+        ),
         (
             "Use `arr[1]` here [2].\n```\nx = a[3]\n```\nDone [4].",
             [("Use `arr[1]` here.", ("2",)), ("Done.", ("4",))],

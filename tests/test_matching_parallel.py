@@ -47,8 +47,11 @@ def test_a_right_uncited_sentence_keeps_its_gold_claim_against_a_cited_neighbour
         assert {r["bucket"] for r in by_trace[f"{i + 1:032x}"]} == {"ok"}
 
 
-def _match(gold: list[tuple[str, str, list[str]]], gen: list[tuple[str, list[str]]]) -> dict[str, int]:
-    """match_claims.sql over one trace: gold (claim_id, text, evidence ids), generated (text, cited)."""
+def _match(
+    gold: list[tuple[str, str, list[str]]], gen: list[tuple[str, list[str]]], joins: dict[int, list[int]] | None = None
+) -> dict[str, int]:
+    """match_claims.sql over one trace: gold (claim_id, text, evidence ids), generated (text, cited), and the
+    generated claims that are candidates standing for others (``joins``: claim_idx -> the claims it names)."""
     import duckdb
 
     from citeline.analyzer import steps as _steps
@@ -69,8 +72,8 @@ def _match(gold: list[tuple[str, str, list[str]]], gen: list[tuple[str, list[str
     con.execute("CREATE TABLE t_traces AS SELECT 't' AS trace_id, 'case' AS case_id")
     con.execute(
         "CREATE TABLE t_gen_claims AS SELECT 't' AS trace_id, i - 1 AS claim_idx, g.text, true AS factual, "
-        "g.cited FROM (SELECT unnest($g) AS g, generate_subscripts($g, 1) AS i)",
-        {"g": [{"text": t, "cited": c} for t, c in gen]},
+        "g.cited, g.joins FROM (SELECT unnest($g) AS g, generate_subscripts($g, 1) AS i)",
+        {"g": [{"text": t, "cited": c, "joins": (joins or {}).get(i, [])} for i, (t, c) in enumerate(gen)]},
     )
     con.execute(
         "CREATE TABLE t_gold_claims AS SELECT 'case' AS case_id, g.claim_id, g.text, g.evidence_ids "
@@ -128,3 +131,21 @@ def test_a_sentence_citing_a_chunk_every_claim_shares_yields_to_the_sentence_sta
     assert _match(gold, gen) == {"window": 0, "refund": 1, "fee": 2}
     # a wrong number still meets its claim when nothing states the right one (grounding, not left out)
     assert _match(gold[:1], [("Opened devices can be returned within 60 days.", ["all"])]) == {"window": 0}
+
+
+def test_a_gold_claim_one_cell_states_takes_the_cell_and_one_spanning_cells_takes_the_row() -> None:
+    """Issue #36 item 4: a table row is one claim, its cells candidates naming it (``joins`` of one). A gold
+    claim whose numbers no cell states alone takes the row, though a cell shares more of its words (the row's
+    other columns dilute its overlap); one a cell states every number of takes the cell, though the row shares
+    more; a wrong cell's gold claim (no cell states its number) takes the row, whose reason names the cell."""
+    row = "Plan: Pro; price: $20; storage: 100 GB; seats: 5; support: email; uptime target: 99.9%"
+    gen = [(row, ["pro"]), ("Pro, price: $20", ["pro"]), ("Pro, storage: 100 GB", ["pro"])]
+    cells = {1: [0], 2: [0]}
+    spanning = [("pro", "The Pro plan costs $20 per month and includes 100 GB of storage.", ["pro"])]
+    one_cell = [("storage", "The Pro plan includes 100 GB of storage.", ["pro"])]
+    wrong = [("price", "The Pro plan's price is $12.", ["pro"])]
+    assert _match(spanning, gen, cells) == {"pro": 0}
+    assert _match(one_cell, gen, cells) == {"storage": 2}
+    assert _match(wrong, gen, cells) == {"price": 0}
+    # without the row's cells named (two plain claims and a sentence), overlap decides as it always did
+    assert _match(spanning, gen) == {"pro": 2}

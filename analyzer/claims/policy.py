@@ -9,7 +9,9 @@ docs/analyzer.md ("How an answer becomes claims") has one example of each.
 
 - ``auto`` (the default): a marker followed by a clause boundary (``, and``, ``;``, ``, while``, a
   second predicate) covers its clause; a block (paragraph, list item, table row) whose only markers
-  close it has them cover every factual unit of the block; table cells are claims;
+  close it has them cover every factual unit of the block; a table row is one claim (its cells labelled
+  by their headers, "Plan: Pro; price: $20"), its markers covering it, each factual cell a candidate a
+  gold claim one cell answers may take;
 - ``sentence``: a marker covers its sentence; a table row is one claim;
 - ``clause``: a marker covers its clause; nothing else is shared;
 - ``bullet``: a list item is one claim, whatever its sentences;

@@ -4,7 +4,10 @@ An answer is read block by block: paragraphs, list items, Markdown and HTML tabl
 reference list. Paragraphs and list items are cut into sentences (decimals such as 4.5,
 abbreviations such as e.g. and U.S., and initials do not end one), and under the ``auto`` and
 ``clause`` policies a sentence is cut again where a marker closes a clause (``..., 30 days [1], and
-refunds ... [2].``). Tables become one claim per factual cell, carrying its row and column headers.
+refunds ... [2].``). Under ``auto`` a table row is one claim, its cells labelled by their headers
+("Plan: Pro; price: $20; storage: 100 GB"), each factual cell kept beside it as a candidate for
+matching; under ``table-cell`` and ``table-row`` each factual cell is a claim, with its row and column
+headers.
 Which unit a marker covers is the attachment policy (``_policy.ATTACH``). Citations are read with
 the label grammar the prompt reader uses (``citeline.instrumentation.labels``), before or after a
 sentence's final punctuation; a marker group on a line of its own cites the sentence before it.
@@ -50,12 +53,13 @@ LEAD_IN_MAX = 10
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of an answer: a sentence, a clause, a list item or a table cell, with the labels it cites.
+    """One claim of an answer: a sentence, a clause, a list item, a table row or cell, with the labels it cites.
 
     ``factual``: it states something checkable (a claim that only cites, "Yes [1].", is not);
-    ``joins``: for a sentence cut into clauses, the sentence as a whole (the indexes of its clauses):
-    matching may take it for a gold claim the clauses answer together, and it is never a claim of its
-    own."""
+    ``joins``: a candidate matching may take that is never a claim of its own, and the claims it stands
+    for: for a sentence cut into clauses, the sentence as a whole (its clauses' indexes, two or more: a
+    gold claim the clauses answer together takes it); for a table row under ``auto``, each of its cells
+    (the row's index, one: a gold claim one cell answers takes it)."""
 
     text: str
     labels: tuple[str, ...] = field(default=())
@@ -210,6 +214,10 @@ def _labels(in_span: list[Marker]) -> list[str]:
 # --- units and attachment ------------------------------------------------------------------------------
 
 
+#: a table column: its header's name as written, as words inside a claim, and the unit it names
+_Column = tuple[str, str, str]
+
+
 @dataclass(slots=True)
 class _Unit:
     text: str
@@ -219,6 +227,7 @@ class _Unit:
     block: int
     kind: str | None = None
     sentence: int = -1  # clauses of one sentence share it
+    parts: list[_Unit] = field(default_factory=list)  # a table row's cells, each read as a claim of its own
 
 
 class _AnswerReader:
@@ -314,35 +323,70 @@ class _AnswerReader:
             kind = "table_header" if "table_header" in self.policy.exempt else None
             self.add(" ".join(h for h in heads if h), [], t.header[0].start, t.header[-1].end, n, kind)
             n += 1
-        by_cell = self.policy.attach in ("auto", "table-cell", "table-row")
+        # each column's name (as written, and as words inside a claim) and unit, read once per table
+        columns = [(name, tables.as_context(name), unit) for name, unit in map(tables.header_unit, heads)]
+        attach = self.policy.attach
         for row in t.rows:
             cells = [self.cell(t, c) for c in row]
-            if not by_cell or (len(cells) < 2 and not heads):  # the row is one claim
+            if attach == "auto" and len(cells) >= 2:  # the row is one claim, its cells its parts
+                self.row(row, cells, columns, n)
+            elif attach not in ("table-cell", "table-row") or (len(cells) < 2 and not heads):  # the row is one claim
                 self.add(" ".join(v for v, _ in cells if v), _labels_of(cells), row[0].start, row[-1].end, n)
-                n += 1
-                continue
-            # each cell a claim, named by its row's first cell and its column's header
-            named = len(cells) >= 2
-            row_name, row_labels = cells[0] if named else ("", [])
-            first = len(self.units)
-            for j in range(1 if named else 0, len(cells)):
-                value, labels = cells[j]
-                if not value:
-                    row_labels = row_labels + labels  # a cell of markers alone cites the row
-                    continue
-                name, unit = tables.header_unit(heads[j]) if j < len(heads) else ("", "")
-                context = ", ".join(x for x in (row_name, tables.as_context(name) if row_name else name) if x)
-                body = f"{context}: {tables.with_unit(value, unit)}" if context else value
-                kind = "not_factual" if _NO_VALUE.match(value) else None
-                self.sentences += 1
-                self.units.append(_Unit(body, labels, row[j].start, row[j].end, n, kind, self.sentences))
-            claims = [u for u in self.units[first:] if u.kind is None]
-            if row_labels and not claims:  # markers and nothing to say: read as prose would
-                self.add(row_name, row_labels, row[0].start, row[-1].end, n)
-            for u in claims:  # markers in the row's name or in a cell of their own cite the whole row
-                u.labels = list(dict.fromkeys(u.labels + row_labels))
+            else:
+                self.cells(row, cells, columns, n)
             n += 1
         return n
+
+    def row(self, row: list[tables.Cell], cells: list[tuple[str, list[str]]], columns: list[_Column], n: int) -> None:
+        """A row as one claim (``auto``): its cells labelled by their headers ("Plan: Pro; price: $20; storage:
+        100 GB"), citing every marker of the row; each factual cell is also kept as the part it is (its
+        :meth:`cells` reading, for matching a gold claim that one cell answers, and for naming a wrong cell)."""
+        labels = _labels_of(cells)
+        first = len(self.units)
+        valued = self.cells(row, cells, columns, n)
+        made = self.units[first:]
+        del self.units[first:]
+        self.units.extend(u for u in made if u.kind is not None)  # an empty cell ("-", "n/a") is still counted
+        name = cells[0][0]
+        parts = [tables.labelled(name, columns[0][0] if columns else "")] if name and not _NO_VALUE.match(name) else []
+        parts.extend(tables.part(columns[j][1] if j < len(columns) else "", v) for j, v in valued)
+        if not parts:
+            self.add("", labels, row[0].start, row[-1].end, n)
+            return
+        pieces = [u for u in made if u.kind is None] if len(parts) > 1 else []  # a row of one part is its cell
+        self.sentences += 1
+        body = tables.row_claim(parts)
+        self.units.append(_Unit(body, labels, row[0].start, row[-1].end, n, None, self.sentences, pieces))
+
+    def cells(
+        self, row: list[tables.Cell], cells: list[tuple[str, list[str]]], columns: list[_Column], n: int
+    ) -> list[tuple[int, str]]:
+        """Each factual cell a claim, named by its row's first cell and its column's header; returns each such
+        cell's column and value (with its column's unit)."""
+        named = len(cells) >= 2
+        row_name, row_labels = cells[0] if named else ("", [])
+        first = len(self.units)
+        valued: list[tuple[int, str]] = []
+        for j in range(1 if named else 0, len(cells)):
+            value, labels = cells[j]
+            if not value:
+                row_labels = row_labels + labels  # a cell of markers alone cites the row
+                continue
+            name, context, unit = columns[j] if j < len(columns) else ("", "", "")
+            context = ", ".join(x for x in (row_name, context if row_name else name) if x)
+            shown = tables.with_unit(value, unit)
+            body = f"{context}: {shown}" if context else value
+            kind = "not_factual" if _NO_VALUE.match(value) else None
+            if kind is None:
+                valued.append((j, shown))
+            self.sentences += 1
+            self.units.append(_Unit(body, labels, row[j].start, row[j].end, n, kind, self.sentences))
+        claims = [u for u in self.units[first:] if u.kind is None]
+        if row_labels and not claims:  # markers and nothing to say: read as prose would
+            self.add(row_name, row_labels, row[0].start, row[-1].end, n)
+        for u in claims:  # markers in the row's name or in a cell of their own cite the whole row
+            u.labels = list(dict.fromkeys(u.labels + row_labels))
+        return valued
 
     def biblio(self, b: Block) -> None:
         """A reference list: each entry is read as a label -> source line, and is no claim."""
@@ -412,6 +456,7 @@ class _AnswerReader:
     def finish(self) -> Split:
         claims, skipped = self.split.claims, self.split.skipped
         by_sentence: dict[int, list[int]] = {}
+        rows: list[tuple[int, _Unit]] = []
         for u in self.units:
             if u.kind is not None:
                 skipped.append(Skipped(u.kind, u.text, tuple(u.labels)))
@@ -421,7 +466,11 @@ class _AnswerReader:
                 skipped.append(Skipped("not_factual", u.text))
                 continue
             by_sentence.setdefault(u.sentence, []).append(len(claims))
+            if u.parts:
+                rows.append((len(claims), u))
             claims.append(Claim(u.text, tuple(u.labels), u.start, u.end, factual))
+        for at, u in rows:  # a table row's cells: candidates for a gold claim one cell answers
+            claims.extend(Claim(p.text, tuple(u.labels), p.start, p.end, is_factual(p.text), (at,)) for p in u.parts)
         for idxs in by_sentence.values():  # a sentence cut into clauses is also a candidate whole
             if len(idxs) > 1:
                 s, e = claims[idxs[0]].start, claims[idxs[-1]].end

@@ -1,9 +1,12 @@
 """Tables in answers (Markdown and HTML): rows of cells, the header row, and what a header says about units.
 
-A generated table states several facts a row, often with one citation at the row's end. The
-splitter (``_claims``) makes each factual cell a claim that carries its row header (the first
-cell) and its column header, so "12" is judged as "Pro, Refund window: 12 days", never as a bare
-number; this module only reads the table.
+A generated table states several facts a row, often with one citation at the row's end. Under
+``auto`` the splitter makes each row one claim, its cells labelled by their column headers and joined
+by :data:`PART` ("Plan: Pro; refund window: 12 days"), so a fact spanning cells is one claim's and
+"12" is never judged as a bare number; each factual cell, named by its row header (the first cell)
+and its column header ("Pro, refund window: 12 days"), is kept as a candidate beside it, and is a
+claim of its own under ``table-cell`` and ``table-row``. This module only reads the table and
+writes those texts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,20 @@ _PREFIX_UNITS = frozenset("$ € £ ¥ ₦ ₹ ₺".split())
 #: a currency code in a header becomes its symbol before the number ("Price (USD)", "12" -> "$12"): the
 #: same money to a judge, and no word the evidence might not spell
 _SYMBOL_OF = {"usd": "$", "eur": "€", "gbp": "£", "jpy": "¥", "ngn": "₦", "try": "₺", "inr": "₹"}
+
+
+#: what joins the parts (labelled cells) of a row's claim: "Plan: Pro; price: $20; storage: 100 GB"
+PART = "; "
+
+
+def row_claim(parts: list[str]) -> str:
+    """A row's claim from its labelled cells (:func:`labelled`)."""
+    return PART.join(parts)
+
+
+def row_parts(claim: str) -> list[str]:
+    """The labelled cells of a row's claim (:func:`row_claim`)."""
+    return claim.split(PART)
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,22 @@ def as_context(header: str) -> str:
     if len(head) > 1 and head[0].isupper() and head[1:].islower() and head.isalpha():
         head = head.lower()
     return f"{head} {rest}" if rest else head
+
+
+def labelled(value: str, header: str) -> str:
+    """A row's first cell as a part of its row's claim: its column's name as written, then its value
+    ("Plan", "Pro" -> "Plan: Pro"; the unit its header names follows a bare number, as in :func:`with_unit`);
+    without a header, its value."""
+    name, unit = header_unit(header)
+    return part(name, with_unit(value, unit))
+
+
+def part(name: str, value: str) -> str:
+    """A cell as a part of its row's claim: its column's name, then its value ("price", "$12" ->
+    "price: $12"); a cell without a header is its value. A semicolon in a cell becomes a comma: a row's
+    claim is its parts joined by "; " (:data:`PART`), and reads back into them."""
+    value = value.replace(";", ",")
+    return f"{name}: {value}" if name else value
 
 
 def header_unit(header: str) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from citeline.analyzer import steps
 from citeline.analyzer.gold.goldset import GoldError, GoldSet
 from citeline.analyzer.judges import LABELS, Judge, JudgeItem, Source, judge_all
 from citeline.analyzer.judges._api import as_item, reads_context
+from citeline.analyzer.run import cells
 
 
 class CachedJudge:
@@ -51,6 +52,8 @@ class CachedJudge:
         self._head = json.dumps([judge.name, judge.version, self.settings])[:-1] + ", "
         self._list = lru_cache(maxsize=65536)(_json_list)
         self.context = reads_context(judge)
+        # the run's table row claims: one judged unsupported names its wrong cell (run/cells.py)
+        self.rows: frozenset[str] = frozenset()
 
     def key(
         self,
@@ -82,7 +85,10 @@ class CachedJudge:
             ).encode()
         ).hexdigest()
 
-    def many(self, items: Sequence[JudgeItem | tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, str]]:
+    def many(
+        self, items: Sequence[JudgeItem | tuple[str, list[str], list[str], list[str]]], rows: bool = True
+    ) -> list[tuple[str, str]]:
+        """(label, rationale) per item; ``rows``: a table row judged unsupported names its wrong cell."""
         if self.context:
             keys = [self.key(*it, question=it.question, sources=it.sources) for it in map(as_item, items)]
         else:  # plain tuples: no JudgeItem is made for an item the cache already holds
@@ -112,7 +118,8 @@ class CachedJudge:
                 self.failures += 1
             else:
                 self.pending.append((k, self.judge.name, self.judge.version, j.label, j.rationale))
-        return [cached[k] for k in keys]
+        out = [cached[k] for k in keys]
+        return cells.named(items, out, self.rows, lambda parts: self.many(parts, False)) if rows and self.rows else out
 
     def flush(self) -> None:
         if self.pending:  # one set-based insert: executemany costs ~2 ms a row
@@ -218,6 +225,7 @@ ORDER BY ALL
 def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJudge) -> None:
     """t_judged_gold, t_judged_cited and (corpus basis) t_judged_context, asked in as few batches as the
     dependencies allow: a context judgment is asked only for a claim its citation does not support."""
+    judge.rows = cells.rows_of(con)
     # a chunk's text: the corpus's, else the one the traces served it with (a corpus that is not complete)
     texts = {cid: c.text for cid, c in gold.corpus.items()}
     texts.update((cid, t) for cid, t in con.execute(_SERVED_TEXT).fetchall())
