@@ -49,6 +49,7 @@ from citeline.analyzer.run.analyze import (
 from citeline.analyzer.run.judging import human_table
 from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
+from citeline.analyzer.scaleout import board
 from citeline.analyzer.scaleout import tasks as work
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, trace_files
@@ -497,6 +498,9 @@ class _Driver:
         import json
         import os
 
+        judged = board.files(self.run_dir)  # every judgment the run asked, whichever worker asked it
+        if judged:
+            self.files["judgments"] = judged
         manifest = {
             "run_id": self.stamp.run_id,
             "partitions": self.plan.parts,
@@ -628,8 +632,8 @@ def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: 
 
 
 def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]) -> None:
-    """One partition's small rows (work.SENT_TABLES) under the run's id, and its new judgments into the store's
-    cache."""
+    """One partition's small rows (work.SENT_TABLES) under the run's id (its judgments are files of the run's
+    shared judgment set, registered at the commit)."""
     for table, data in out["rows"].items():  # names from work.SENT_TABLES, never user input
         con.register("_rows", work.arrow(data))
         if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
@@ -637,9 +641,6 @@ def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM _rows", {"r": run_id})
         con.unregister("_rows")
-    con.register("_new", work.arrow(out["judgments"]))
-    con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _new")
-    con.unregister("_new")
 
 
 def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
