@@ -156,9 +156,30 @@ class Board(Mapping[str, tuple[str, str]]):
             if by_owner:
                 time.sleep(delay)
                 delay = min(0.1, delay * 2)
+                self._retried(by_owner)
         self.seen.answers.update(got)
         self.cost["wait_s"] += time.perf_counter() - t
         return got
+
+    def _retried(self, by_owner: dict[int, set[str]]) -> None:
+        """Keys awaited from a claim whose partition has claimed them again since (its attempt was lost and the
+        partition runs again): awaited from the newer claim."""
+        import pyarrow.compute as pc
+
+        self._read()
+        seen = self.seen
+        for at in sorted(by_owner):
+            for later in range(len(seen.parts) - 1, at, -1):
+                if seen.parts[later] != seen.parts[at] or at not in by_owner:
+                    continue
+                keys = sorted(by_owner[at])
+                held = pc.is_in(_keys_array(keys), value_set=seen.keys[later]).to_pylist()
+                moved = {k for k, h in zip(keys, held, strict=True) if h}
+                if moved:
+                    by_owner.setdefault(later, set()).update(moved)
+                    by_owner[at] -= moved
+                    if not by_owner[at]:
+                        del by_owner[at]
 
     # ---- the files ---------------------------------------------------------------------------------------
     def _take(self, free: list[str]) -> int:
