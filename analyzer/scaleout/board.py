@@ -164,7 +164,7 @@ class Board(Mapping[str, tuple[str, str]]):
     def _retried(self, by_owner: dict[int, set[str]]) -> None:
         """Keys awaited from a claim whose partition has claimed them again since (its attempt was lost and the
         partition runs again): awaited from the newer claim."""
-        import pyarrow.compute as pc
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
 
         self._read()
         seen = self.seen
