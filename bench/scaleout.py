@@ -141,13 +141,20 @@ def _timed(code: str, cwd: Path) -> dict[str, Any]:
 def _same_rows(one: Path, run_one: str, two: Path, run_two: str) -> bool:
     import duckdb
 
+    from citeline.analyzer.store import rows_of
+
     con = duckdb.connect()
     try:
         con.execute("ATTACH $p AS a (READ_ONLY)", {"p": str(one)})
         con.execute("ATTACH $p AS b (READ_ONLY)", {"p": str(two)})
+        rows = {c: rows_of(con, c) for c in ("a", "b")}  # a partitioned run's rows are its Parquet files
+
+        def of(c: str, table: str) -> str:
+            return f"({rows[c][table]})" if rows[c][table] else f"{c}.{table}"
+
         for table in ("claim_results", "case_results"):  # names from this list, never user input
-            a = f"SELECT * EXCLUDE (run_id) FROM a.{table} WHERE run_id = $a"
-            b = f"SELECT * EXCLUDE (run_id) FROM b.{table} WHERE run_id = $b"
+            a = f"SELECT * EXCLUDE (run_id) FROM {of('a', table)} WHERE run_id = $a"
+            b = f"SELECT * EXCLUDE (run_id) FROM {of('b', table)} WHERE run_id = $b"
             for q in (f"{a} EXCEPT ALL {b}", f"{b} EXCEPT ALL {a}"):
                 if con.execute(f"SELECT count(*) FROM ({q})", {"a": run_one, "b": run_two}).fetchall()[0][0]:
                     return False

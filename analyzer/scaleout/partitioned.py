@@ -15,7 +15,8 @@ citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md
    have put them, from each map task; each partition's spans (as its reduce read them: each span
    once, a fresh store's in one append) and result rows go in under the run's one id; the
    coverage and problems are summed from the partitions' tallies, each gold case a partition did not
-   see counted once over all of them; new judgments join the store's cache.
+   see counted once over all of them; the run's judgment files (each pair asked once over the workers:
+   ``board.py``) are registered with its other files, so the store's cache reads them.
 
 A task whose worker is lost is run again (Dask reschedules it; map pieces that died with a worker
 are made again); a partition that fails twice is named in the run's problems and makes the run
