@@ -315,11 +315,11 @@ def test_a_pair_any_worker_judged_is_asked_once_over_the_cluster(client: Any, tm
     judgment once (as files of the run, read through the store's view), and the next run, partitioned or not,
     asks none of them again; rejudge reads them as the store's."""
     synth.gold(tmp_path / "gold.yaml")
-    synth.write_traces(tmp_path / "traces", 400, per_file=50)
+    synth.write_traces(tmp_path / "traces", 240, per_file=40)
     kw: dict[str, Any] = {"gold": tmp_path / "gold.yaml", "traces": [tmp_path / "traces"]}
     one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
     single = analyze(one, **kw)
-    part = analyze_partitioned(two, client=client, partitions=8, map_tasks=4, **kw)
+    part = analyze_partitioned(two, client=client, partitions=6, map_tasks=3, **kw)
     for table in ("claim_results", "case_results"):
         assert _except_all(one, single.run_id, two, part.run_id, table) == (0, 0), table
     assert single.judge["asked"] > 100
@@ -338,11 +338,11 @@ def test_a_pair_any_worker_judged_is_asked_once_over_the_cluster(client: Any, tm
         ).fetchall() == [(single.judge["asked"],)]
     finally:
         con.close()
-    again = analyze_partitioned(two, client=client, partitions=3, **kw)  # the files held: classified from the store
-    assert (again.judge["asked"], again.engine["skipped_files"]) == (0, 8)
+    again = analyze_partitioned(two, client=client, partitions=2, **kw)  # the files held: classified from the store
+    assert (again.judge["asked"], again.engine["skipped_files"]) == (0, 6)
     more = tmp_path / "more"
     # new pairs: a single-process run on the store stores them in its own table, behind the view
-    synth.write_traces(more, 40, per_file=40, distinct=True, first=10_000)
+    synth.write_traces(more, 20, per_file=20, distinct=True, first=10_000)
     after = analyze(two, gold=tmp_path / "gold.yaml", traces=[more])
     con = connect(two, read_only=True)
     try:
