@@ -106,8 +106,8 @@ def connect(
 
 
 #: the tables a partitioned run writes as Parquet under its location, one file per partition (spans and
-#: result rows) or per map task (file_traces): every connection reads each as the store's rows plus those
-#: files (:func:`views`)
+#: result rows), per map task (file_traces) or per claim of its shared judgment set (judgments): every
+#: connection reads each as the store's rows plus those files (:func:`views`)
 PARQUET_TABLES = (
     "spans",
     "file_traces",
@@ -116,6 +116,7 @@ PARQUET_TABLES = (
     "unmatched_traces",
     "run_span_chunks",
     "run_feedback",
+    "judgments",  # a partitioned run's shared judgment set (scaleout/board.py): its judgments as files
 )
 
 

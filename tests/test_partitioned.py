@@ -34,7 +34,7 @@ from citeline.analyzer.judges import RulesJudge
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.result import AnalysisResult
 from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
-from citeline.analyzer.store import connect
+from citeline.analyzer.store import connect, target
 from citeline.examples.demo import SCENARIOS, gold_path
 from citeline.examples.policy_bot import Faults
 from tests.analysis_helpers import run_and_analyze
@@ -326,6 +326,62 @@ def test_a_pair_two_partitions_meet_is_judged_once_per_worker(tmp_path: Path) ->
         ]
     finally:
         con.close()
+
+
+def test_a_pair_any_worker_judged_is_asked_once_over_the_cluster(client: Any, tmp_path: Path) -> None:
+    """Two workers classify partitions at once and meet the same (claim, evidence) pairs: the run's shared
+    judgment set has each asked once over the cluster, so ``asked`` is the single run's, the store holds each
+    judgment once (as files of the run, read through the store's view), and the next run, partitioned or not,
+    asks none of them again; rejudge reads them as the store's."""
+    synth.gold(tmp_path / "gold.yaml")
+    synth.write_traces(tmp_path / "traces", 240, per_file=40)
+    kw: dict[str, Any] = {"gold": tmp_path / "gold.yaml", "traces": [tmp_path / "traces"]}
+    one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
+    single = analyze(one, **kw)
+    part = analyze_partitioned(two, client=client, partitions=6, map_tasks=3, **kw)
+    for table in ("claim_results", "case_results"):
+        assert _except_all(one, single.run_id, two, part.run_id, table) == (0, 0), table
+    assert single.judge["asked"] > 100
+    assert part.judge["asked"] == single.judge["asked"]
+    assert part.judge["failed"] == single.judge["failed"] == 0
+    shared = [r["judgments"] for r in part.engine["seconds"]["reduce"]]
+    assert sum(c["theirs"] for c in shared) > 0  # partitions met pairs another claim asked: taken, not asked
+    judged = _read(two, "SELECT key, judge, version, label, rationale FROM judgments")
+    assert (judged.num_rows, len(set(judged.column("key").to_pylist()))) == (single.judge["asked"],) * 2
+    assert _except_all_of(judged, _read(one, "SELECT key, judge, version, label, rationale FROM judgments")) == (0, 0)
+    con = connect(two, read_only=True)
+    try:  # the driver inserted none: the store's own table is empty, the run's files hold them all
+        assert con.execute(f"SELECT count(*) FROM {target(con, 'judgments')}").fetchall() == [(0,)]
+        assert con.execute(
+            "SELECT sum(row_count) FROM run_files WHERE run_id = $r AND tbl = 'judgments'", {"r": part.run_id}
+        ).fetchall() == [(single.judge["asked"],)]
+    finally:
+        con.close()
+    again = analyze_partitioned(two, client=client, partitions=2, **kw)  # the files held: classified from the store
+    assert (again.judge["asked"], again.engine["skipped_files"]) == (0, 6)
+    more = tmp_path / "more"
+    # new pairs: a single-process run on the store stores them in its own table, behind the view
+    synth.write_traces(more, 20, per_file=20, distinct=True, first=10_000)
+    after = analyze(two, gold=tmp_path / "gold.yaml", traces=[more])
+    con = connect(two, read_only=True)
+    try:
+        assert con.execute("SELECT count(*), count(DISTINCT key) FROM judgments").fetchall() == [
+            (single.judge["asked"] + after.judge["asked"],) * 2
+        ]
+    finally:
+        con.close()
+    assert after.judge["asked"] > 0
+    from citeline.analyzer.run.rejudge import rejudge
+
+    class _Counting(RulesJudge):
+        asked = 0
+
+        def judge_many(self, items: Any) -> Any:
+            type(self).asked += len(items)
+            return super().judge_many(items)
+
+    assert rejudge(two, part.run_id, _Counting()).changes == []
+    assert _Counting.asked == 0  # every judgment the partitioned run made read back from its files
 
 
 def test_workers_run_without_the_samplers_that_take_the_gil(

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import duckdb
 
@@ -27,6 +27,29 @@ from citeline.analyzer.gold.goldset import GoldError, GoldSet
 from citeline.analyzer.judges import LABELS, Judge, JudgeItem, Source, judge_all
 from citeline.analyzer.judges._api import as_item, reads_context
 from citeline.analyzer.run import cells
+from citeline.analyzer.store import target
+
+
+@runtime_checkable
+class SharedJudgments(Protocol):
+    """Judgments shared by the processes of one run (a partitioned run's workers: ``scaleout/board.py``), so a
+    pair any of them judged is asked once. As a mapping (``known``), the judgments this process already holds."""
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def __getitem__(self, key: str) -> tuple[str, str]: ...
+
+    def claim(self, keys: list[str]) -> tuple[list[str], list[str]]:
+        """Of ``keys``, the ones this process asks, and the ones another process asks (:meth:`wait`)."""
+        ...
+
+    def give(self, asked: list[tuple[str, str, str, str, str]], failed: list[tuple[str, str, str]]) -> None:
+        """What this process asked (judgments rows) and what failed (key, label, rationale), for the others."""
+        ...
+
+    def wait(self, theirs: list[str]) -> dict[str, tuple[str, str]]:
+        """The others' answers to ``theirs``; a key left out is this process's to ask (its owner stopped)."""
+        ...
 
 
 class CachedJudge:
@@ -42,9 +65,10 @@ class CachedJudge:
     ) -> None:
         self.con = con
         self.judge = judge
-        # judgments made elsewhere in this run (a partitioned run's worker: its earlier partitions'), read as
-        # cached and not stored again
+        # judgments made elsewhere in this run, read as cached and not stored again; a SharedJudgments also
+        # says which pairs another process of the run is asking (a partitioned run's workers)
         self.known = known
+        self.shared = known if isinstance(known, SharedJudgments) else None
         self.pending: list[tuple[str, str, str, str, str]] = []
         self.settings = json.dumps(dict(judge.settings), sort_keys=True, default=str)
         self.asked = self.hits = self.failures = 0
@@ -89,6 +113,13 @@ class CachedJudge:
         self, items: Sequence[JudgeItem | tuple[str, list[str], list[str], list[str]]], rows: bool = True
     ) -> list[tuple[str, str]]:
         """(label, rationale) per item; ``rows``: a table row judged unsupported names its wrong cell."""
+        out = self._answers(items)
+        return cells.named(items, out, self.rows, lambda parts: self.many(parts, False)) if rows and self.rows else out
+
+    def _answers(
+        self, items: Sequence[JudgeItem | tuple[str, list[str], list[str], list[str]]]
+    ) -> list[tuple[str, str]]:
+        """(label, rationale) per item: from this run, the store, another process of the run, or the judge."""
         if self.context:
             keys = [self.key(*it, question=it.question, sources=it.sources) for it in map(as_item, items)]
         else:  # plain tuples: no JudgeItem is made for an item the cache already holds
@@ -110,21 +141,49 @@ class CachedJudge:
         for k, item in zip(keys, items, strict=True):
             if k not in cached and k not in todo:
                 todo[k] = as_item(item)
+        shared = self.shared
+        if shared is None or not todo:
+            self._ask(todo, cached)
+            return [cached[k] for k in keys]
+        mine, theirs = shared.claim(list(todo))
+        given: tuple[list[tuple[str, str, str, str, str]], list[tuple[str, str, str]]] = ([], [])
+        try:
+            given = self._ask({k: todo[k] for k in mine}, cached)
+        finally:  # given even when the judge raised: its waiters then ask for themselves
+            shared.give(*given)
+        got = shared.wait(theirs)
+        cached.update(got)
+        self.hits += len(got)
+        rest = {k: todo[k] for k in theirs if k not in got}  # their owner stopped answering: asked here
+        if rest:
+            shared.give(*self._ask(rest, cached))
+        return [cached[k] for k in keys]
+
+    def _ask(
+        self, todo: dict[str, JudgeItem], cached: dict[str, tuple[str, str]]
+    ) -> tuple[list[tuple[str, str, str, str, str]], list[tuple[str, str, str]]]:
+        """Ask the judge ``todo``'s items; their answers into ``cached``, the new judgments pending for the store.
+        The new judgments and the failed answers (key, label, rationale)."""
         answers = judge_all(self.judge, list(todo.values()))
         self.asked += len(todo)
+        new: list[tuple[str, str, str, str, str]] = []
+        failed: list[tuple[str, str, str]] = []
         for k, j in zip(todo, answers, strict=True):
             cached[k] = (j.label, j.rationale)
             if j.error:
                 self.failures += 1
+                failed.append((k, j.label, j.rationale))
             else:
-                self.pending.append((k, self.judge.name, self.judge.version, j.label, j.rationale))
-        out = [cached[k] for k in keys]
-        return cells.named(items, out, self.rows, lambda parts: self.many(parts, False)) if rows and self.rows else out
+                new.append((k, self.judge.name, self.judge.version, j.label, j.rationale))
+        self.pending.extend(new)
+        return new, failed
 
     def flush(self) -> None:
         if self.pending:  # one set-based insert: executemany costs ~2 ms a row
             steps.fill(self.con, "t_new_judgments", rows=self.pending)
-            self.con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT DISTINCT * FROM t_new_judgments")
+            self.con.execute(  # the store's own table: a view reads it with a partitioned run's judgment files
+                f"INSERT OR IGNORE INTO {target(self.con, 'judgments')} BY NAME SELECT DISTINCT * FROM t_new_judgments"
+            )
             self.pending = []
 
     def counts(self) -> dict[str, int]:

@@ -50,7 +50,8 @@ def rejudge(db: str | Path, run_id: str, judge: Any, gold: str | Path | None = N
             f"(SELECT DISTINCT trace_id FROM {claims} WHERE run_id = ?)",
             [run_id],
         )
-        mem.execute("INSERT INTO judgments SELECT * FROM src.judgments")  # a judge asked before is not asked again
+        judged = f"({rows['judgments']})" if rows["judgments"] else "src.judgments"  # a partitioned run's: files
+        mem.execute(f"INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM {judged}")  # asked before: not again
         old = {
             (t, c, k): (lab, b)
             for t, c, k, lab, b in mem.execute(_CLAIMS.format(table=claims), {"r": run_id}).fetchall()

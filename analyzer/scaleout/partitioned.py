@@ -15,7 +15,8 @@ citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md
    have put them, from each map task; each partition's spans (as its reduce read them: each span
    once, a fresh store's in one append) and result rows go in under the run's one id; the
    coverage and problems are summed from the partitions' tallies, each gold case a partition did not
-   see counted once over all of them; new judgments join the store's cache.
+   see counted once over all of them; the run's judgment files (each pair asked once over the workers:
+   ``board.py``) are registered with its other files, so the store's cache reads them.
 
 A task whose worker is lost is run again (Dask reschedules it; map pieces that died with a worker
 are made again); a partition that fails twice is named in the run's problems and makes the run
@@ -50,6 +51,7 @@ from citeline.analyzer.run.analyze import (
 from citeline.analyzer.run.judging import human_table
 from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
+from citeline.analyzer.scaleout import board
 from citeline.analyzer.scaleout import tasks as work
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources.byte_ranges import SPLIT_BYTES, splittable
@@ -362,7 +364,9 @@ class _Driver:
             "store_spans": 0.0,
             "store_rows": 0.0,
             "commit": 0.0,
-            "driver_cpu": 0.0,
+            "finish": 0.0,
+            "driver_cpu": 0.0,  # the driver process's CPU in its storing phases (a LocalCluster's scheduler too)
+            "driver_thread_cpu": {},  # the driver's own thread's CPU per phase: its serial part, nothing else
         }
     )
     files: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # table -> (Parquet file, rows)
@@ -390,7 +394,7 @@ class _Driver:
         tallies, failed, orphaned = self._collect(tasks)
         watch.phase("storing the run")
         self._timed("commit", self._commit, failed)
-        result = self._finish(tallies, failed, orphaned)
+        result = self._timed("finish", self._finish, tallies, failed, orphaned)
         result.engine["seconds"] = self.seconds  # each task's own timings and the driver's storing: bench/scaleout.py
         result.engine["sampling_workers"] = _sampling_workers(self.client)
         return result
@@ -449,10 +453,13 @@ class _Driver:
         tasks.pieces = []
 
     def _timed(self, what: str, fn: Callable[..., T], *args: Any) -> T:
-        t, c = time.perf_counter(), time.process_time()
+        t, c, own = time.perf_counter(), time.process_time(), time.thread_time()
         got = fn(*args)
         self.seconds[what] += time.perf_counter() - t
-        self.seconds["driver_cpu"] += time.process_time() - c
+        mine = self.seconds["driver_thread_cpu"]
+        mine[what] = mine.get(what, 0.0) + time.thread_time() - own
+        if what != "finish":  # the storing phases, as measured before issue #38's item 4
+            self.seconds["driver_cpu"] += time.process_time() - c
         return got
 
     def _read_maps(self, metas: list[Any]) -> None:
@@ -605,6 +612,9 @@ class _Driver:
         import json
         import os
 
+        judged = board.files(self.run_dir)  # every judgment the run asked, whichever worker asked it
+        if judged:
+            self.files["judgments"] = judged
         manifest = {
             "run_id": self.stamp.run_id,
             "partitions": self.plan.parts,
@@ -742,8 +752,8 @@ def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: 
 
 
 def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]) -> None:
-    """One partition's small rows (work.SENT_TABLES) under the run's id, and its new judgments into the store's
-    cache."""
+    """One partition's small rows (work.SENT_TABLES) under the run's id (its judgments are files of the run's
+    shared judgment set, registered at the commit)."""
     for table, data in out["rows"].items():  # names from work.SENT_TABLES, never user input
         con.register("_rows", work.arrow(data))
         if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
@@ -751,9 +761,6 @@ def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]
         else:
             con.execute(f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM _rows", {"r": run_id})
         con.unregister("_rows")
-    con.register("_new", work.arrow(out["judgments"]))
-    con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _new")
-    con.unregister("_new")
 
 
 def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:

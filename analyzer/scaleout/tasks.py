@@ -26,6 +26,7 @@ from citeline.analyzer import workers as _workers
 from citeline.analyzer.judges import Judge
 from citeline.analyzer.run.analyze import analyze
 from citeline.analyzer.run.options import RunOptions
+from citeline.analyzer.scaleout.board import Board
 from citeline.analyzer.sources.byte_ranges import ingest_ranges
 from citeline.analyzer.sources.ingest import ingest
 from citeline.analyzer.store import connect
@@ -107,18 +108,6 @@ def context(ctx: Context) -> Context:
 #: same labels in the next run on a long-lived cluster are found again
 _FILES: dict[str, Path | None] = {}
 _JUDGES: dict[str, Judge] = {}
-#: per worker process: the judgments this run's earlier partitions here made, by cache key, so a (claim,
-#: evidence) pair two partitions meet is judged once per worker, not once per partition; only the newest
-#: run is kept
-_LEARNED: dict[str, dict[str, tuple[str, str]]] = {}
-LEARNED_MAX = 2_000_000  # judgments kept (about 300 bytes each); past it, later partitions ask again
-
-
-def _learned(run: str) -> dict[str, tuple[str, str]]:
-    if run not in _LEARNED:
-        _LEARNED.clear()
-        _LEARNED[run] = {}
-    return _LEARNED[run]
 
 
 def _scratch() -> Path:
@@ -341,7 +330,7 @@ _ORPHANED = (
 def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context, out: Output) -> dict[str, Any]:
     """Run ``analyze`` over one partition's spans on this worker; its spans and rows written under the run's
     location (:data:`WRITTEN_TABLES`), and back to the driver only counts, tallies, the small rows
-    (:data:`SENT_TABLES`) and new judgments."""
+    (:data:`SENT_TABLES`); its new judgments go to the run's shared judgment set (``board.py``) as it asks them."""
     _event(REDUCE_EVENTS, {"run": run, "partition": part})
     t0, c0 = time.perf_counter(), time.process_time()
     options = _laid_out(ctx)
@@ -351,13 +340,12 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
         con.register("_cached", arrow(ctx.judgments))
         con.execute("INSERT OR IGNORE INTO judgments BY NAME SELECT * FROM _cached")
         con.unregister("_cached")
-        con.execute("CREATE TEMP TABLE t_cached AS SELECT key FROM judgments")
         spans = _load(con, out, part, pieces)
         orphaned = int(con.execute(_ORPHANED).fetchall()[0][0]) if out.maps_lost else 0
         t1 = time.perf_counter()
-        learned = _learned(run)
+        shared = Board(out.run_dir, part)  # the run's judgments: a pair any worker judged is not asked again
         with _workers.in_process():
-            result = analyze(":memory:", options, con=con, known=learned)
+            result = analyze(":memory:", options, con=con, known=shared)
         t2 = time.perf_counter()
         of_run = f"SELECT * REPLACE ({_quote(out.run_id)} AS run_id) FROM {{t}} WHERE run_id = {_quote(result.run_id)}"
         written = {
@@ -372,21 +360,17 @@ def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Conte
             )
             for t in SENT_TABLES
         }
-        new = con.sql("SELECT * FROM judgments ANTI JOIN t_cached USING (key)").to_arrow_table()
-        if len(learned) < LEARNED_MAX:  # only a partition that got this far teaches the next ones
-            cols = new.select(["key", "label", "rationale"]).to_pydict()
-            learned.update(zip(cols["key"], zip(cols["label"], cols["rationale"], strict=True), strict=True))
         return {
             "part": part,
             "written": {**written, "spans": (out.path("spans", f"part-{part:05d}"), spans)},
             "rows": sent,
-            "judgments": parquet(new),
             "orphaned": orphaned,
             "seconds": {
                 "load": t1 - t0,
                 "analyze": t2 - t1,
                 "rows": time.perf_counter() - t2,
                 "cpu": time.process_time() - c0,
+                "judgments": shared.cost,  # the shared judgment set's cost: claiming, giving, waiting
             },
             "tally": result.tally,  # the driver adds the partitions' up
         }
