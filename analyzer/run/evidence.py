@@ -1,0 +1,70 @@
+"""What a claim's evidence is, beyond the chunks it cites (issue #36 items 5 and 6): the source a claim
+names, and the chunks the gold corpus rates below primary.
+
+``Evidence.said`` reads a claim that states what a named source says ("the memo says ...",
+"according to the ledger, ...": ``claims.reported``) into what it says and the chunks the name means
+among those given (a chunk's title, document id, uri or chunk id, from the gold corpus; a chunk the
+corpus does not hold by its id), so the judge reads the claim's content against that source alone.
+``Evidence.low`` names the chunks a claim cites that the corpus rates ``secondary`` or ``untrusted``,
+for the calls to action that must not rest on them alone (``claims.actions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from citeline.analyzer.claims.reported import is_generic, reported, words
+from citeline.analyzer.gold.goldset import AUTHORITY, GoldSet
+
+#: authorities a call to action may not rest on alone: every rating below primary
+LOW_AUTHORITY = AUTHORITY[1:]
+
+
+class Said(NamedTuple):
+    """A claim read as a report of a named source: what it says the source says, and the source's chunks."""
+
+    content: str
+    ids: list[str]
+
+    def prefix(self, rationale: str) -> str:
+        """A judgment's rationale, saying which source the claim was judged against."""
+        return f"the claim reports what {', '.join(self.ids)} say{'s' if len(self.ids) == 1 else ''}; {rationale}"
+
+
+class Evidence:
+    """The gold corpus as a claim's evidence is chosen from it: each chunk's name words and rating, made once."""
+
+    def __init__(self, gold: GoldSet) -> None:
+        self.gold = gold
+        self._names: dict[str, frozenset[str]] = {}
+
+    def names(self, chunk_id: str) -> frozenset[str]:
+        """The words that name a chunk: its title, document id, uri and id (only its id when not in the corpus)."""
+        made = self._names.get(chunk_id)
+        if made is None:
+            c = self.gold.corpus.get(chunk_id)
+            made = words(chunk_id) if c is None else words(chunk_id, c.doc_id, c.title, c.uri)
+            self._names[chunk_id] = made
+        return made
+
+    def said(self, text: str, ids: Sequence[str], *, cited: bool) -> Said | None:
+        """``text`` as a report of the source among ``ids`` it names; None when it names none of them (or is no
+        report). A generic name ("the source says") means the claim's citation: only when ``ids`` is what it
+        cites (``cited``)."""
+        r = reported(text)
+        if r is None or not ids:
+            return None
+        if is_generic(r.name):
+            return Said(r.content, list(dict.fromkeys(ids))) if cited else None
+        chosen = [c for c in dict.fromkeys(ids) if r.name <= self.names(c)]
+        return Said(r.content, chosen) if chosen else None
+
+    def low(self, ids: Sequence[str]) -> list[str]:
+        """The chunks of ``ids`` the gold corpus rates below primary, each with its rating: "web#1 (secondary)"."""
+        out = []
+        for c in ids:
+            entry = self.gold.corpus.get(c)
+            if entry is not None and entry.authority in LOW_AUTHORITY:
+                out.append(f"{c} ({entry.authority})")
+        return out
