@@ -58,6 +58,8 @@ GENERIC = frozenset(
     "search citation cited retrieved provided given".split()
 )
 _WORDS = re.compile(r"[^\W_]+")
+#: a word every frame holds: a sentence with none of them is read no further (most sentences)
+_TRIGGERS = frozenset(_VERBS.split("|")) | {"according", "per"}
 
 
 class Reported(NamedTuple):
@@ -80,6 +82,8 @@ def words(*fields: str) -> frozenset[str]:
 def reported(text: str) -> Reported | None:
     """The source a sentence reports and what it says that source says; None for any other sentence."""
     t = text.strip().rstrip(".!;").strip()
+    if _TRIGGERS.isdisjoint(t.lower().replace(",", " ").split()):
+        return None
     for frame in _FRAMES:
         m = frame.match(t)
         if m is None:
