@@ -11,7 +11,7 @@ for the calls to action that must not rest on them alone (``claims.actions``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from citeline.analyzer.claims.reported import is_generic, reported, words
@@ -48,15 +48,15 @@ class Evidence:
             self._names[chunk_id] = made
         return made
 
-    def said(self, text: str, ids: Sequence[str], *, cited: bool) -> Said | None:
-        """``text`` as a report of the source among ``ids`` it names; None when it names none of them (or is no
-        report). A generic name ("the source says") means the claim's citation: only when ``ids`` is what it
-        cites (``cited``)."""
+    def said(self, text: str, ids: Iterable[str], cited: Sequence[str] = ()) -> Said | None:
+        """``text`` as a report of the source among ``ids`` it names; None when it is no report or names none of
+        them. A generic name ("the source says") means what the claim cites (``cited``). ``ids`` is read only
+        for a report (most claims are none: a generator costs them nothing)."""
         r = reported(text)
-        if r is None or not ids:
+        if r is None:
             return None
         if is_generic(r.name):
-            return Said(r.content, list(dict.fromkeys(ids))) if cited else None
+            return Said(r.content, list(dict.fromkeys(cited))) if cited else None
         chosen = [c for c in dict.fromkeys(ids) if r.name <= self.names(c)]
         return Said(r.content, chosen) if chosen else None
 

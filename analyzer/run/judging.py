@@ -260,9 +260,7 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
             q_at = len(requests)
             requests.append(_item(text, [texts.get(c, "") for c in cited], [], list(quotes), question, sources, cited))
         support = gc.support or [[]]
-        said = evidence.said(text, [*cited, *(c for b in support for c in b)], cited=False) or evidence.said(
-            text, cited, cited=True
-        )
+        said = evidence.said(text, (c for part in (cited, *support) for c in part), cited)
         at = []
         for b, texts_b in enumerate(bundles[(case_id, claim_id)]):  # support against each gold bundle
             ids = support[b]
@@ -307,7 +305,7 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
         "(SELECT 1 FROM t_match m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)"
     ).fetchall()
     asked = _questions(con, gold) if context else {}
-    saids = [evidence.said(t, cited, cited=True) for t, cited, _q in unmatched]
+    saids = [evidence.said(t, cited, cited) for t, cited, _q in unmatched]
     reports.update(t for (t, _c, _q), said in zip(unmatched, saids, strict=True) if said is not None)
     results = judge.many(
         [
@@ -359,12 +357,12 @@ def _judge_context(
     reused: dict[int, tuple[str, str]] = {}
     named: list[list[str]] = []  # per set: the source a report names, its judgment's evidence
     for i, (t, cited, others, partial, label, rationale) in enumerate(sets):
-        if cited and (own := evidence.said(t, cited, cited=True)) is not None:
+        if cited and (own := evidence.said(t, cited, cited)) is not None:
             reused[i] = (label or "not_applicable", rationale or "")
             plan.append(([], None))
             named.append(own.ids)
             continue
-        said = evidence.said(t, others, cited=False)
+        said = evidence.said(t, others)
         named.append([] if said is None else said.ids)
         ids = said.ids if said is not None else [*cited, *others] if cited and partial else list(others)
         plan.append((ids, said))
@@ -476,7 +474,7 @@ def _source_conflicts(
     con.unregister("_reports")
     by_trace: dict[str, list[tuple[int, Said]]] = {}
     for trace_id, idx, text, cited, ctx in found:
-        said = evidence.said(text, cited, cited=True) or evidence.said(text, [*cited, *ctx], cited=False)
+        said = evidence.said(text, cited, cited) or evidence.said(text, ctx)
         if said is not None:
             by_trace.setdefault(trace_id, []).append((idx, said))
     pairs = [
