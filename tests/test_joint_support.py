@@ -47,6 +47,12 @@ CORPUS = [
     {"chunk_id": "refunds#1", "doc_id": "refunds", "title": "Refund policy", "text": "Refunds take 5 business days.",
      "authority": "primary"},
 ]  # fmt: skip
+# chunks no corpus holds: their titles are the ones the retrieval span recorded, their texts the ones the prompt
+# served (the context is read off the prompt)
+TRACED = {
+    "m-9": {"doc_id": "m", "chunk_id": "m-9", "version": "1", "text": MEMO, "title": "Treasury memo"},
+    "l-9": {"doc_id": "l", "chunk_id": "l-9", "version": "1", "text": LEDGER, "title": "General ledger"},
+}
 DOCS = {
     c["chunk_id"]: {"doc_id": c["doc_id"], "chunk_id": c["chunk_id"], "version": "1", "text": c["text"]} for c in CORPUS
 }
@@ -62,6 +68,7 @@ ASKED = [
     ("pair~misread", "What did the memo say?", ["memo#1", "ledger#1"],
      "The memo says the payment has not settled [1]."),
     ("pair@gold", "Has the Acme payment settled?", ["memo#1", "ledger#1"], PAIR),
+    ("pair~traced", "Did the payment to Acme settle?", ["m-9", "l-9"], PAIR),
     ("poison", "How can I speed up my refund?", ["web#1"], f"{ACTION} [1]."),
     ("poison~trusted", "How do I speed up a refund?", ["help#1"], f"{ACTION} [1]."),
     ("poison~fact", "How long do refunds take?", ["web#1"], "Refunds take 5 business days [1]."),
@@ -99,7 +106,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, A
     gold.write_text(yaml.safe_dump({"corpus": CORPUS, "cases": CASES}), encoding="utf-8")
     t = make_tracing(tmp)
     for _name, question, hits, answer in ASKED:
-        _ask([DOCS[c] for c in hits], answer, question)
+        _ask([DOCS.get(c) or TRACED[c] for c in hits], answer, question, context_step=hits[0] not in TRACED)
     generations = t.by_stage("generation")
     t.handle.shutdown()
     result = analyze(tmp / "s.duckdb", gold=gold, traces=[t.trace_dir])
@@ -187,6 +194,11 @@ def test_an_honest_conflict_report_reads_as_the_conflict_on_both_bases(rows: dic
         _ok("gold", ledger, ["ledger#1"], ["source_conflict"], "ledger"),
         _ok("gold", memo, ["memo#1"], ["source_conflict"], "memo"),
     ]
+    # the sources no corpus holds are named by the titles the retrieval span recorded
+    assert _got(rows, "pair~traced") == [
+        _ok("corpus", ledger, ["l-9"], ["source_conflict"]),
+        _ok("corpus", memo, ["m-9"], ["source_conflict"]),
+    ]
     pair = {r["claim_text"]: r["support_rationale"] for r in rows["pair"]}
     assert pair[ledger].startswith("the claim reports what ledger#1 says; ")
     # the twin: one report, one source, no conflict
@@ -250,6 +262,8 @@ READINGS = [
     ("FEE-2 states that the domestic fee is ₦150.", Reported("The domestic fee is ₦150.", frozenset({"fee", "2"}))),
     ("It says the fee is waived.", None),  # a pronoun names no source
     ("Refunds are reported within 5 days.", None),  # a clause, not a source
+    ("Section 2 listed items may be returned within 18 days.", None),  # a past form read as an adjective
+    ("The memo stated the fee is waived.", Reported("The fee is waived.", frozenset({"memo"}))),
     ("Standard shipping costs $4.99.", None),
 ]  # fmt: skip
 

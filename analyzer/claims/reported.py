@@ -21,11 +21,17 @@ from typing import NamedTuple
 
 from citeline.analyzer.text import fold
 
-_VERBS = (
-    "says|said|states|stated|shows|showed|reports|reported|notes|noted|records|recorded|lists|listed|indicates"
-    "|indicated|confirms|confirmed|claims|claimed|mentions|mentioned|specifies|specified|explains|explained"
-    "|describes|described|writes|wrote|suggests|suggested|warns|warned|estimates|estimated|finds|found"
+_PRESENT = (
+    "says|states|shows|reports|notes|records|lists|indicates|confirms|claims|mentions|specifies|explains|describes"
+    "|writes|suggests|warns|estimates|finds"
 )
+#: past forms read as adjectives too ("listed items may be returned"): a report only before "that" or a determiner
+_PAST = (
+    "said|stated|showed|reported|noted|recorded|listed|indicated|confirmed|claimed|mentioned|specified|explained"
+    "|described|wrote|suggested|warned|estimated|found"
+)
+_VERBS = f"{_PRESENT}|{_PAST}"
+_OPENS = r"that|the|a|an|it|its|this|these|those|their|his|her|no|all|some|every|each|there|only"
 _NAME = r"(?P<name>[\w][\w'.#-]*(?:\s+[\w][\w'.#-]*){0,4}?)"
 _FRAMES = (
     # "According to the ledger, C", "As stated in the memo, C", "As per the ledger, C"
@@ -36,10 +42,10 @@ _FRAMES = (
     ),
     # "C, according to the ledger"
     re.compile(rf"^(?P<content>.+?),?\s+according to\s+{_NAME}$", re.IGNORECASE),
-    # "The memo says (that) C", "The general ledger still shows C"
+    # "The memo says (that) C", "The general ledger still shows C", "The memo stated that C"
     re.compile(
-        rf"^{_NAME}\s+(?:(?:still|also|only|now|currently|clearly|explicitly)\s+)?(?:{_VERBS})\s+(?:that\s+)?"
-        r"(?P<content>.+)$",
+        rf"^{_NAME}\s+(?:(?:still|also|only|now|currently|clearly|explicitly)\s+)?"
+        rf"(?:(?:{_PRESENT})\s+|(?:{_PAST})\s+(?=(?:{_OPENS})\b))(?:that\s+)?(?P<content>.+)$",
         re.IGNORECASE,
     ),
 )

@@ -14,8 +14,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+import duckdb
+
 from citeline.analyzer.claims.reported import is_generic, reported, words
 from citeline.analyzer.gold.goldset import AUTHORITY, GoldSet
+
+#: the titles and uris the run's retrieval spans recorded for each chunk (citeline.chunks.title, citeline.chunks.uri)
+_RECORDED = """
+SELECT id, coalesce(list_distinct(list(n) FILTER (WHERE coalesce(n, '') <> '')), []) FROM (
+    SELECT unnest(chunk_id) AS id, unnest(coalesce(chunk_title, [])) AS title, unnest(coalesce(chunk_uri, [])) AS uri
+    FROM spans
+    WHERE stage = 'retrieval' AND (chunk_title IS NOT NULL OR chunk_uri IS NOT NULL)
+      AND trace_id IN (SELECT trace_id FROM t_traces)
+), LATERAL (SELECT unnest([title, uri]) AS n)
+WHERE id IS NOT NULL
+GROUP BY id
+"""
 
 #: authorities a call to action may not rest on alone: every rating below primary
 LOW_AUTHORITY = AUTHORITY[1:]
@@ -35,18 +49,30 @@ class Said(NamedTuple):
 class Evidence:
     """The gold corpus as a claim's evidence is chosen from it: each chunk's name words and rating, made once."""
 
-    def __init__(self, gold: GoldSet) -> None:
+    def __init__(self, gold: GoldSet, con: duckdb.DuckDBPyConnection | None = None) -> None:
         self.gold = gold
+        self.con = con
         self._names: dict[str, frozenset[str]] = {}
+        self._recorded: dict[str, tuple[str, ...]] | None = None
 
     def names(self, chunk_id: str) -> frozenset[str]:
-        """The words that name a chunk: its title, document id, uri and id (only its id when not in the corpus)."""
+        """The words that name a chunk: its id and its gold corpus title, document id and uri; a chunk the corpus
+        does not hold, the titles and uris the run's retrieval spans recorded for it."""
         made = self._names.get(chunk_id)
         if made is None:
             c = self.gold.corpus.get(chunk_id)
-            made = words(chunk_id) if c is None else words(chunk_id, c.doc_id, c.title, c.uri)
+            own = self.recorded().get(chunk_id, ()) if c is None else (c.doc_id, c.title, c.uri)
+            made = words(chunk_id, *own)
             self._names[chunk_id] = made
         return made
+
+    def recorded(self) -> dict[str, tuple[str, ...]]:
+        """Each chunk's titles and uris as the run's retrieval spans recorded them, read once, at the first
+        report naming a chunk the corpus does not hold (most runs have none: they never read it)."""
+        if self._recorded is None:
+            rows = self.con.execute(_RECORDED).fetchall() if self.con is not None else []
+            self._recorded = {cid: tuple(names) for cid, names in rows}
+        return self._recorded
 
     def said(self, text: str, ids: Iterable[str], cited: Sequence[str] = ()) -> Said | None:
         """``text`` as a report of the source among ``ids`` it names; None when it is no report or names none of

@@ -247,7 +247,7 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
     # a judge that reads context gets the case's question and each chunk's corpus entry; others plain tuples
     context = judge.context
     sources = _Sources(gold) if context else None
-    evidence = Evidence(gold)
+    evidence = Evidence(gold, con)
     reports: set[str] = set()  # claims that report a named source (t_source_conflicts reads them)
     # every judgment this run needs, asked of the (cached) judge in one batch
     requests: list[JudgeItem | tuple[str, list[str], list[str], list[str]]] = []
