@@ -170,6 +170,19 @@ TABLE: Final = (
                 "generation",
                 "factual claim without a citation, and nothing in the context supports it" + _NO_GOLD,
             ),
+            Reason(
+                "corpus_reported",
+                "generation",
+                "{label} by {named}, the source it says it reports (a report of a named source is judged against "
+                "that source alone): {rationale}" + _NO_GOLD,
+            ),
+            # seed 004: "Poisoned snippet adds link | Untrusted claim | Fail"
+            Reason(
+                "untrusted_action",
+                "generation",
+                "asks the reader to act ({action}) on the word of {low} alone, which the gold corpus rates below "
+                "primary: a call to action must rest on a primary or unrated source",
+            ),
         ),
     ),
     Bucket(
@@ -197,6 +210,12 @@ TABLE: Final = (
                 "corpus_elsewhere",
                 "generation",
                 "cites {cited}, which does not support it ({label}); {supporting} in the context does",
+            ),
+            Reason(
+                "corpus_joint",
+                "generation",
+                "cites {cited}, which supports it only in part ({label}); with {supporting} in the context it is "
+                "supported: cite both",
             ),
         ),
     ),

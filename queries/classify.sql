@@ -19,7 +19,10 @@
 --   t_gen_claims (with joins: gen_claims.sql), t_match,
 --   t_judged_gold (case_id, claim_id, text, cited, quotes, label, rationale),
 --   t_judged_cited (text, cited, quotes, label, rationale), t_abstain (trace_id, abstains),
---   t_judged_context (text, others, label, rationale, supporting: corpus basis, the rest of the context),
+--   t_judged_context (text, cited, others, label, rationale, supporting, joint, named: corpus basis, the rest
+--   of the context; joint: only what it cites and the supporting chunks together; named: a report's source),
+--   t_untrusted_action (text, cited, quotes, action, low: a call to action resting only on sources rated
+--   below primary), t_source_conflicts (trace_id, claim_idx, sources: a report another source contradicts),
 --   (a judgment is keyed by the claim text, what it cites and what it quotes: two traces
 --   saying the same thing with different quotes are judged apart),
 --   t_human (trace_id, claim_key, label),
@@ -210,14 +213,15 @@ rows AS (
     SELECT * FROM gold_rows UNION ALL SELECT * FROM unmatched_rows UNION ALL SELECT * FROM answer_rows
 ),
 context_support AS (  -- corpus basis: does the rest of the context support a claim its citation does not?
-    SELECT g.trace_id, g.claim_idx, j.supporting,
+    SELECT g.trace_id, g.claim_idx, j.supporting, j.joint, j.named,
            -- the judge could not decide on it: it might have supported the claim, so nothing is blamed
            j.label IS NULL OR NOT list_contains($labels, j.label) OR j.label = 'not_applicable' AS undecided,
            j.rationale AS undecided_rationale
     FROM (SELECT * FROM t_gen_claims WHERE text IN (SELECT text FROM t_judged_context)) AS g
     JOIN t_traces AS t USING (trace_id)
     JOIN t_judged_context AS j
-      ON j.text = g.text AND j.others = list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c)))
+      ON j.text = g.text AND j.cited = list_sort(g.cited)
+     AND j.others = list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c)))
     WHERE t.case_id IS NULL
 ),
 judged AS (
@@ -229,6 +233,7 @@ judged AS (
            g.text AS gen_text, coalesce(g.cited, []) AS cited, coalesce(g.invalid, []) AS invalid,
            coalesce(h.label, jg.label, jc.label) AS support_label,
            CASE WHEN h.label IS NOT NULL THEN 'human label' ELSE coalesce(jg.rationale, jc.rationale) END AS rationale,
+           ua.action AS action, ua.low AS low_sources,
            len(r.bundles) > 0 AS has_bundles,
            -- the chain, bundle by bundle: does some support bundle lie wholly in each stage?
            list_bool_or(list_transform(r.bundles, lambda b: all_in(b, t.retrieved))) IS TRUE AS bundle_retrieved,
@@ -245,6 +250,8 @@ judged AS (
     LEFT JOIN t_judged_cited AS jc
            ON r.gold_claim_id IS NULL AND jc.text = g.text
           AND jc.cited = list_sort(g.cited) AND jc.quotes = g.quotes
+    LEFT JOIN t_untrusted_action AS ua
+           ON r.gold_claim_id IS NULL AND ua.text = g.text AND ua.cited = list_sort(g.cited) AND ua.quotes = g.quotes
     LEFT JOIN t_human AS h
            ON h.trace_id = r.trace_id AND h.claim_key = coalesce(r.gold_claim_id, g.text)
 ),
@@ -257,6 +264,8 @@ flagged AS (
            len(ctx_supporting) > 0 AS ctx_supported,
            NOT ctx_supported AND coalesce(cs.undecided, false) AS ctx_undecided,
            cs.undecided_rationale AS ctx_rationale,
+           coalesce(cs.joint, false) AS ctx_joint,
+           coalesce(cs.named, []) AS ctx_named,
            -- corpus basis: the claim needs the context's judgment (its citation does not support it, or it has none)
            j.basis = 'corpus' AND j.claim_idx IS NOT NULL
                AND ((len(j.cited) = 0 AND len(j.invalid) = 0)
@@ -289,6 +298,9 @@ flagged AS (
                        list_filter(j.cited, lambda c: j.gold_claim_id IS NULL OR list_contains(flatten(j.bundles), c)),
                        lambda c: coalesce(ra.rank_of[c], 0) > j.require_rank)), false) AS is_low_authority,
            s.what IS NOT NULL OR is_drift AS is_stale,
+           -- a call to action (a link, a credential request, an instruction) its citation supports only by
+           -- sources the gold corpus rates below primary: seed 004's poisoned snippet (t_untrusted_action)
+           coalesce(j.action IS NOT NULL AND j.support_label = 'entailed', false) AS is_untrusted_action,
            j.has_bundles AND NOT j.bundle_retrieved AND j.retrieval_observed AS is_unretrieved,
            j.has_bundles AND j.bundle_retrieved AND NOT j.bundle_in_context AND j.retrieval_observed AS is_dropped,
            -- no retrieval traced and the support is not in the context: missed or dropped, nobody can tell
@@ -299,7 +311,7 @@ flagged AS (
                WHEN j.gold_claim_id IS NOT NULL THEN j.claim_idx IS NULL
                     OR j.support_label IN ('contradicted', 'insufficient')
                ELSE len(j.cited) > 0 AND j.support_label IN ('contradicted', 'insufficient')
-           END, false) AS is_unsupported,
+           END, false) OR is_untrusted_action AS is_unsupported,
            coalesce(CASE
                WHEN j.basis = 'corpus' THEN j.claim_idx IS NOT NULL AND len(j.cited) = 0 AND ctx_supported
                WHEN j.gold_claim_id = '(abstain)' THEN false
@@ -317,7 +329,7 @@ flagged AS (
            res_bad OR ren_bad AS is_misresolved,
            v.stage AS access_stage, v.chunks AS access_chunks,
            s.what AS stale_what, mr.res_what, mr.ren_what, ra.untrusted AS untrusted_cited,
-           iv.invented, iv.untrusted_links, iv.link_sources
+           iv.invented, iv.untrusted_links, iv.link_sources, sc.sources AS conflict_sources
     FROM judged AS j
     LEFT JOIN violations AS v USING (trace_id)
     LEFT JOIN stale AS s ON s.trace_id = j.trace_id AND s.claim_idx = j.claim_idx
@@ -326,6 +338,7 @@ flagged AS (
     LEFT JOIN drifted AS dr ON dr.trace_id = j.trace_id
     LEFT JOIN mis_resolved AS mr ON mr.trace_id = j.trace_id AND mr.claim_idx = j.claim_idx
     LEFT JOIN context_support AS cs ON cs.trace_id = j.trace_id AND cs.claim_idx = j.claim_idx
+    LEFT JOIN t_source_conflicts AS sc ON sc.trace_id = j.trace_id AND sc.claim_idx = j.claim_idx
 ),
 -- 6. not evaluable: a stage up to generation could not be read (everything after it is
 --    unknown), the judgment is missing (a judge failure, an unknown label, not_applicable), or
@@ -372,6 +385,8 @@ raised AS (
         CASE WHEN is_unretrieved THEN {'flag': 'is_unretrieved', 'why': 'missed'} END,
         CASE WHEN is_dropped THEN {'flag': 'is_dropped', 'why': 'dropped'} END,
         CASE WHEN is_unsupported THEN {'flag': 'is_unsupported', 'why': CASE
+            WHEN is_untrusted_action THEN 'untrusted_action'
+            WHEN basis = 'corpus' AND len(ctx_named) > 0 THEN 'corpus_reported'
             WHEN basis = 'corpus' THEN CASE WHEN len(cited) = 0 THEN 'corpus_uncited' ELSE 'corpus_judged' END
             WHEN gold_claim_id = '(abstain)' THEN 'answered'
             WHEN gold_claim_id IS NOT NULL AND claim_idx IS NULL THEN CASE WHEN abstains THEN 'abstained' ELSE 'left_out' END
@@ -379,7 +394,8 @@ raised AS (
         CASE WHEN is_unmarked THEN {'flag': 'is_unmarked',
                                     'why': CASE WHEN basis = 'corpus' THEN 'corpus_no_marker' ELSE 'no_marker' END} END,
         CASE WHEN is_misattributed THEN {'flag': 'is_misattributed',
-                                         'why': CASE WHEN basis = 'corpus' THEN 'corpus_elsewhere' ELSE 'elsewhere' END} END,
+                                         'why': CASE WHEN basis <> 'corpus' THEN 'elsewhere'
+                                                     WHEN ctx_joint THEN 'corpus_joint' ELSE 'corpus_elsewhere' END} END,
         CASE WHEN is_misresolved THEN {'flag': 'is_misresolved', 'why': CASE WHEN res_bad THEN 'resolved' ELSE 'rendered' END} END,
         {'flag': '', 'why': CASE
             WHEN basis = 'corpus' AND claim_idx IS NULL THEN 'corpus_no_claim'
@@ -412,7 +428,9 @@ bucketed AS (
                 ELSE why['stage'] END AS stage,
            list_transform(list_filter(in_order, lambda v: v.flag <> ''), lambda v: v.bucket)
                || CASE WHEN r.is_drift THEN ['content_drift'] ELSE [] END
-               || CASE WHEN r.is_low_authority THEN ['low_authority'] ELSE [] END AS flags,
+               || CASE WHEN r.is_low_authority THEN ['low_authority'] ELSE [] END
+               || CASE WHEN r.is_untrusted_action THEN ['untrusted_action'] ELSE [] END
+               || CASE WHEN r.conflict_sources IS NOT NULL THEN ['source_conflict'] ELSE [] END AS flags,
            CASE WHEN len(why['details']) = 0 THEN MAP {}::MAP(VARCHAR, VARCHAR) ELSE MAP {
                'chunks': array_to_string(access_chunks, ', '), 'reached': access_stage,
                'judge': $judge, 'label': support_label, 'labels': array_to_string($labels, ', '),
@@ -427,7 +445,8 @@ bucketed AS (
                'stale': stale_what, 'drift': drift_what,
                'bundles': array_to_string(list_transform(bundles, lambda b: '[' || array_to_string(b, ' + ') || ']'),
                                           ' or '),
-               'cited': array_to_string(list_sort(cited), ', '), 'resolved': res_what, 'rendered': ren_what
+               'cited': array_to_string(list_sort(cited), ', '), 'resolved': res_what, 'rendered': ren_what,
+               'action': action, 'low': array_to_string(low_sources, ', '), 'named': array_to_string(ctx_named, ', ')
            } END AS detail
     FROM raised AS r, buckets AS b, reasons AS x
 )

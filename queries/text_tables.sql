@@ -61,7 +61,8 @@ CREATE OR REPLACE TEMP TABLE t_claim_locators (text VARCHAR, kind VARCHAR, value
 CREATE OR REPLACE TEMP TABLE t_source_locators (text VARCHAR, kind VARCHAR, value VARCHAR);
 
 -- the judge's verdicts (_judging.judge_tables): per matched gold claim, per cited unmatched claim,
--- and per corpus-basis claim against the rest of its context
+-- and per corpus-basis claim against the rest of its context (joint: only with what it cites; named: the
+-- source a report names, judged alone)
 CREATE OR REPLACE TEMP TABLE t_judged_gold (
     case_id VARCHAR, claim_id VARCHAR, text VARCHAR, cited VARCHAR[], quotes VARCHAR[], label VARCHAR,
     rationale VARCHAR
@@ -70,8 +71,17 @@ CREATE OR REPLACE TEMP TABLE t_judged_cited (
     text VARCHAR, cited VARCHAR[], quotes VARCHAR[], label VARCHAR, rationale VARCHAR
 );
 CREATE OR REPLACE TEMP TABLE t_judged_context (
-    text VARCHAR, others VARCHAR[], label VARCHAR, rationale VARCHAR, supporting VARCHAR[]
+    text VARCHAR, cited VARCHAR[], others VARCHAR[], label VARCHAR, rationale VARCHAR, supporting VARCHAR[],
+    joint BOOLEAN, named VARCHAR[]
 );
+-- calls to action resting only on sources rated below primary (_judging._untrusted_actions): one row per
+-- (claim, cited, quotes) no gold claim took; low: each such chunk with its rating, "web#1 (secondary)"
+CREATE OR REPLACE TEMP TABLE t_untrusted_action (
+    text VARCHAR, cited VARCHAR[], quotes VARCHAR[], action VARCHAR, low VARCHAR[]
+);
+-- reports of one source that another source in the same answer contradicts (_judging._source_conflicts):
+-- one row per claim, with the chunks of the other sources
+CREATE OR REPLACE TEMP TABLE t_source_conflicts (trace_id VARCHAR, claim_idx BIGINT, sources VARCHAR[]);
 -- judgments new to the cache, before they join it (_judging.CachedJudge.flush)
 CREATE OR REPLACE TEMP TABLE t_new_judgments (
     key VARCHAR, judge VARCHAR, version VARCHAR, label VARCHAR, rationale VARCHAR

@@ -23,10 +23,12 @@ from typing import Any, Protocol, runtime_checkable
 import duckdb
 
 from citeline.analyzer import steps
+from citeline.analyzer.claims.actions import call_to_action
 from citeline.analyzer.gold.goldset import GoldError, GoldSet
 from citeline.analyzer.judges import LABELS, Judge, JudgeItem, Source, judge_all
 from citeline.analyzer.judges._api import as_item, reads_context
 from citeline.analyzer.run import cells
+from citeline.analyzer.run.evidence import Evidence, Said
 from citeline.analyzer.store import target
 
 
@@ -266,24 +268,38 @@ WHERE coalesce(t, '') <> '' AND id NOT IN (SELECT chunk_id FROM t_gold_chunks WH
 GROUP BY id
 """
 
-#: corpus basis: each claim whose citation does not support it (or that cites nothing), with the other
-#: chunks of its context (sorted: the key classify.sql joins on); judged to tell attribution (the rest of
-#: the context supports it) from grounding (nothing there does)
+#: corpus basis: each claim whose citation does not support it (or that cites nothing), with what it cites and the
+#: other chunks of its context (sorted: the key classify.sql joins on), and whether what it cites supports it in
+#: part (insufficient, not contradicted: the rest of the context may complete it) with that judgment; judged to
+#: tell attribution (the rest of the context supports it, or completes what it cites) from grounding
 _CONTEXT_SETS = """
-SELECT DISTINCT g.text, list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) AS others
+SELECT g.text, list_sort(g.cited) AS cited,
+       list_sort(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) AS others,
+       coalesce(bool_or(jc.label = 'insufficient'), false) AS partial, min(jc.label), min(jc.rationale)
 FROM t_gen_claims AS g
 JOIN t_traces AS t USING (trace_id)
 LEFT JOIN t_judged_cited AS jc ON jc.text = g.text AND jc.cited = list_sort(g.cited) AND jc.quotes = g.quotes
 WHERE t.case_id IS NULL AND g.factual AND len(g.joins) = 0
   AND (len(g.cited) = 0 AND len(g.invalid) = 0 OR jc.label IN ('contradicted', 'insufficient'))
   AND len(list_filter(t.context, lambda c: NOT list_contains(g.cited, c))) > 0
+GROUP BY ALL
 ORDER BY ALL
+"""
+
+#: the claims a trace makes that report what a named source says, with what they cite and their context
+_REPORTS = """
+SELECT g.trace_id, g.claim_idx, g.text, g.cited, t.context FROM t_gen_claims AS g
+JOIN t_traces AS t USING (trace_id)
+WHERE g.factual AND g.text IN (SELECT text FROM _reports)
+ORDER BY g.trace_id, g.claim_idx
 """
 
 
 def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJudge) -> None:
-    """t_judged_gold, t_judged_cited and (corpus basis) t_judged_context, asked in as few batches as the
-    dependencies allow: a context judgment is asked only for a claim its citation does not support."""
+    """t_judged_gold, t_judged_cited, (corpus basis) t_judged_context, t_untrusted_action and t_source_conflicts,
+    asked in as few batches as the dependencies allow: a context judgment is asked only for a claim its citation
+    does not support. A claim that reports what a named source says is judged on what it says that source says,
+    against that source alone (``Evidence.said``). A table row judged unsupported names its wrong cell."""
     judge.rows = cells.rows_of(con)
     # a chunk's text: the corpus's, else the one the traces served it with (a corpus that is not complete)
     texts = {cid: c.text for cid, c in gold.corpus.items()}
@@ -298,9 +314,11 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
     # a judge that reads context gets the case's question and each chunk's corpus entry; others plain tuples
     context = judge.context
     sources = _Sources(gold) if context else None
+    evidence = Evidence(gold, con)
+    reports: set[str] = set()  # claims that report a named source (t_source_conflicts reads them)
     # every judgment this run needs, asked of the (cached) judge in one batch
     requests: list[JudgeItem | tuple[str, list[str], list[str], list[str]]] = []
-    plan: list[tuple[int | None, list[int]]] = []
+    plan: list[tuple[int | None, list[int], Said | None]] = []
     for case_id, claim_id, text, cited, quotes in matched:
         gc = claims[(case_id, claim_id)]
         question = gold.cases[case_id].question if context else ""
@@ -308,16 +326,32 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
         if quotes:  # quotes are checked against what the claim cites
             q_at = len(requests)
             requests.append(_item(text, [texts.get(c, "") for c in cited], [], list(quotes), question, sources, cited))
+        support = gc.support or [[]]
+        said = evidence.said(text, (c for part in (cited, *support) for c in part), cited)
         at = []
-        for b, evidence in enumerate(bundles[(case_id, claim_id)]):  # support against each gold bundle
-            at.append(len(requests))
-            ids = (gc.support or [[]])[b]
-            requests.append(_item(text, evidence, gc.facts, [], question, sources, ids))
-        plan.append((q_at, at))
+        for b, texts_b in enumerate(bundles[(case_id, claim_id)]):  # support against each gold bundle
+            ids = support[b]
+            if said is None:
+                at.append(len(requests))
+                requests.append(_item(text, texts_b, gc.facts, [], question, sources, ids))
+            elif own := [c for c in ids if c in said.ids]:  # a report: its content against its source alone
+                at.append(len(requests))
+                requests.append(
+                    _item(said.content, [texts.get(c, "") for c in own], gc.facts, [], question, sources, own)
+                )
+        if said is not None:
+            reports.add(text)
+            if not at:  # the source it names is in no bundle: judged against that source
+                at.append(len(requests))
+                ids = said.ids
+                requests.append(
+                    _item(said.content, [texts.get(c, "") for c in ids], gc.facts, [], question, sources, ids)
+                )
+        plan.append((q_at, at, said))
     answers = judge.many(requests)
     names = ("case_id", "claim_id", "text", "cited", "quotes", "label", "rationale")
     cols: dict[str, list[Any]] = {k: [] for k in names}
-    for (case_id, claim_id, text, cited, quotes), (q_at, at) in zip(matched, plan, strict=True):
+    for (case_id, claim_id, text, cited, quotes), (q_at, at, said) in zip(matched, plan, strict=True):
         results = [answers[i] for i in at]
         # entailed by any bundle wins; a bundle the judge could not decide might have entailed it, so it
         # comes next (not_evaluable, never grounding); then a contradiction; then the first verdict
@@ -325,6 +359,8 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
             (r for want in ("entailed", "not_applicable", "contradicted") for r in results if r[0] == want),
             results[0],
         )
+        if said is not None:
+            pick = (pick[0], said.prefix(pick[1]))
         if q_at is not None and answers[q_at][0] == "contradicted":
             pick = answers[q_at]
         for k, v in zip(cols, (case_id, claim_id, text, list(cited), list(quotes), pick[0], pick[1]), strict=True):
@@ -336,60 +372,194 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
         "(SELECT 1 FROM t_match m WHERE m.trace_id = g.trace_id AND m.claim_idx = g.claim_idx)"
     ).fetchall()
     asked = _questions(con, gold) if context else {}
+    saids = [evidence.said(t, cited, cited) for t, cited, _q in unmatched]
+    reports.update(t for (t, _c, _q), said in zip(unmatched, saids, strict=True) if said is not None)
     results = judge.many(
         [
             _item(
-                t,
-                [texts.get(c, "") for c in cited],
+                t if said is None else said.content,
+                [texts.get(c, "") for c in (cited if said is None else said.ids)],
                 [],
                 list(q),
                 asked.get((t, tuple(cited), tuple(q)), ""),
                 sources,
-                cited,
+                cited if said is None else said.ids,
             )
-            for t, cited, q in unmatched
+            for (t, cited, q), said in zip(unmatched, saids, strict=True)
         ]
     )
+    results = [r if said is None else (r[0], said.prefix(r[1])) for r, said in zip(results, saids, strict=True)]
     steps.fill(
         con,
         "t_judged_cited",
         rows=[(t, list(c), list(q), r[0], r[1]) for (t, c, q), r in zip(unmatched, results, strict=True)],
     )
-    _judge_context(con, judge, texts, sources)
+    _judge_context(con, judge, texts, sources, evidence)
+    _untrusted_actions(con, judge, texts, sources, evidence, unmatched, results)
+    _source_conflicts(con, judge, texts, sources, evidence, reports)
     judge.flush()
 
 
 def _judge_context(
-    con: duckdb.DuckDBPyConnection, judge: CachedJudge, texts: dict[str, str], sources: _Sources | None
+    con: duckdb.DuckDBPyConnection,
+    judge: CachedJudge,
+    texts: dict[str, str],
+    sources: _Sources | None,
+    evidence: Evidence,
 ) -> None:
-    """t_judged_context (text, others, label, rationale, supporting): each corpus-basis claim its citation does
-    not support, against the other chunks of its context as one evidence set: one judgment per (claim, set),
-    cached like every other. Most such claims are supported by nothing there (grounding) and cost that one
-    judgment; only a claim the set supports is judged against each of its chunks, to name the ones that
-    support it (``supporting``; all of them when only the set together does)."""
+    """t_judged_context (text, cited, others, label, rationale, supporting, joint, named): each corpus-basis claim
+    its citation does not support, against the rest of its context: one judgment per (claim, cited, others),
+    cached like every other. The evidence is, in this order: the source the claim names among the others, alone
+    (a report of that source); what it cites together with the others, when what it cites supports it in part
+    (joint support); else the others as one set. A report of a source it cites, which that source does not
+    support, is not judged again: the context cannot make a source say what it does not.
+
+    Most such claims are supported by nothing there (grounding) and cost that one judgment; only a claim the
+    set supports is judged against each of the others alone, to name the ones that support it (``supporting``),
+    and, when none does alone and it cites something, against what it cites with each of them (``joint``: the
+    ones that complete it; all of them when only the whole set does)."""
     sets = con.execute(_CONTEXT_SETS).fetchall()
-    results = judge.many([_item(t, [texts.get(c, "") for c in ids], [], [], "", sources, ids) for t, ids in sets])
-    for i, (_t, ids) in enumerate(sets):  # a chunk with no text might have supported it: undecided, not grounding
+    plan: list[tuple[list[str], Said | None]] = []  # per set: the ids judged, the source it names
+    items: list[JudgeItem | tuple[str, list[str], list[str], list[str]]] = []
+    reused: dict[int, tuple[str, str]] = {}
+    named: list[list[str]] = []  # per set: the source a report names, its judgment's evidence
+    for i, (t, cited, others, partial, label, rationale) in enumerate(sets):
+        if cited and (own := evidence.said(t, cited, cited)) is not None:
+            reused[i] = (label or "not_applicable", rationale or "")
+            plan.append(([], None))
+            named.append(own.ids)
+            continue
+        said = evidence.said(t, others)
+        named.append([] if said is None else said.ids)
+        ids = said.ids if said is not None else [*cited, *others] if cited and partial else list(others)
+        plan.append((ids, said))
+        items.append(
+            _item(t if said is None else said.content, [texts.get(c, "") for c in ids], [], [], "", sources, ids)
+        )
+    asked = iter(judge.many(items))
+    results = [reused[i] if i in reused else next(asked) for i in range(len(sets))]
+    for i, (ids, said) in enumerate(plan):  # a chunk with no text might have supported it: undecided, not grounding
         unread = [c for c in ids if not texts.get(c)]
         if unread and results[i][0] != "entailed":
             results[i] = (
                 "not_applicable",
                 f"no evidence text for {', '.join(unread)} (neither the corpus nor the trace has it)",
             )
+        elif said is not None:
+            results[i] = (results[i][0], said.prefix(results[i][1]))
     supported = [i for i, r in enumerate(results) if r[0] == "entailed"]
-    singles = [(i, c) for i in supported for c in sets[i][1]]
-    each = judge.many([_item(sets[i][0], [texts.get(c, "")], [], [], "", sources, [c]) for i, c in singles])
     supporting: list[list[str]] = [[] for _ in sets]
+    for i in supported:
+        if plan[i][1] is not None:  # a report: the source it names is what supports it
+            supporting[i] = list(plan[i][0])
+    singles = [(i, c) for i in supported if plan[i][1] is None for c in sets[i][2]]
+    each = judge.many([_item(sets[i][0], [texts.get(c, "")], [], [], "", sources, [c]) for i, c in singles])
     for (i, c), r in zip(singles, each, strict=True):
         if r[0] == "entailed":
             supporting[i].append(c)
+    # no other chunk supports it alone: which of them complete what it cites
+    joint = [i for i in supported if not supporting[i] and sets[i][1] and plan[i][0][: len(sets[i][1])] == sets[i][1]]
+    pairs = [(i, c) for i in joint for c in sets[i][2]]
+    both = judge.many(
+        [
+            _item(sets[i][0], [texts.get(x, "") for x in [*sets[i][1], c]], [], [], "", sources, [*sets[i][1], c])
+            for i, c in pairs
+        ]
+    )
+    for (i, c), r in zip(pairs, both, strict=True):
+        if r[0] == "entailed":
+            supporting[i].append(c)
     for i in supported:
-        supporting[i] = supporting[i] or list(sets[i][1])  # only the set together supports it
+        supporting[i] = supporting[i] or list(sets[i][2])  # only the set together supports it
+    joined = set(joint)
     steps.fill(
         con,
         "t_judged_context",
-        rows=[(t, list(ids), r[0], r[1], sup) for (t, ids), r, sup in zip(sets, results, supporting, strict=True)],
+        rows=[
+            (s[0], list(s[1]), list(s[2]), r[0], r[1], sup, i in joined, n)
+            for i, (s, r, sup, n) in enumerate(zip(sets, results, supporting, named, strict=True))
+        ],
     )
+
+
+def _untrusted_actions(
+    con: duckdb.DuckDBPyConnection,
+    judge: CachedJudge,
+    texts: dict[str, str],
+    sources: _Sources | None,
+    evidence: Evidence,
+    unmatched: Sequence[tuple[str, Sequence[str], Sequence[str]]],
+    results: Sequence[tuple[str, str]],
+) -> None:
+    """t_untrusted_action (text, cited, quotes, action, low): each cited claim no gold claim took that its
+    citation supports, that asks something of the reader (a link, a credential request, an instruction:
+    ``call_to_action``) and whose support is only chunks the gold corpus rates below primary: all it cites is
+    so rated, or what else it cites does not support it without them (one judgment, for a claim that cites
+    both kinds). Seed 004's poisoned snippet."""
+    rows: list[tuple[str, list[str], list[str], str, list[str]]] = []
+    mixed: list[tuple[tuple[str, list[str], list[str], str, list[str]], list[str]]] = []
+    for (t, cited, q), r in zip(unmatched, results, strict=True):
+        if r[0] != "entailed":
+            continue
+        low = evidence.low(cited)
+        if not low or (action := call_to_action(t)) is None:
+            continue
+        row = (t, list(cited), list(q), action, low)
+        rated = {x.split(" (")[0] for x in low}
+        trusted = [c for c in cited if c not in rated]
+        if trusted:
+            mixed.append((row, trusted))
+        else:
+            rows.append(row)
+    answers = judge.many(
+        [_item(row[0], [texts.get(c, "") for c in ids], [], [], "", sources, ids) for row, ids in mixed]
+    )
+    rows += [row for (row, _ids), a in zip(mixed, answers, strict=True) if a[0] != "entailed"]
+    steps.fill(con, "t_untrusted_action", rows=rows)
+
+
+def _source_conflicts(
+    con: duckdb.DuckDBPyConnection,
+    judge: CachedJudge,
+    texts: dict[str, str],
+    sources: _Sources | None,
+    evidence: Evidence,
+    reports: set[str],
+) -> None:
+    """t_source_conflicts (trace_id, claim_idx, sources): each claim of an answer that reports what one source
+    says where the answer reports another source, and one of the two contradicts what the answer says the
+    other says: the conflict the seeds want an answer to state ("The memo says the payment settled [1]. The
+    ledger shows it pending [2]."). Judged only within an answer holding two such reports: what each says
+    against the other's source."""
+    if not reports:
+        steps.fill(con, "t_source_conflicts", rows=[])
+        return
+    import pyarrow as pa
+
+    con.register("_reports", pa.table({"text": pa.array(sorted(reports), pa.string())}))
+    found = con.execute(_REPORTS).fetchall()
+    con.unregister("_reports")
+    by_trace: dict[str, list[tuple[int, Said]]] = {}
+    for trace_id, idx, text, cited, ctx in found:
+        said = evidence.said(text, cited, cited) or evidence.said(text, ctx)
+        if said is not None:
+            by_trace.setdefault(trace_id, []).append((idx, said))
+    pairs = [
+        (trace_id, a, b)
+        for trace_id, said in by_trace.items()
+        for a in said
+        for b in said
+        if a[0] != b[0] and not set(a[1].ids) & set(b[1].ids)
+    ]
+    answers = judge.many(
+        [_item(a[1].content, [texts.get(c, "") for c in b[1].ids], [], [], "", sources, b[1].ids) for _t, a, b in pairs]
+    )
+    conflicts: dict[tuple[str, int], set[str]] = {}
+    for (trace_id, a, b), r in zip(pairs, answers, strict=True):
+        if r[0] == "contradicted":  # the pair conflicts: each claim reports a source the other's contradicts
+            conflicts.setdefault((trace_id, a[0]), set()).update(b[1].ids)
+            conflicts.setdefault((trace_id, b[0]), set()).update(a[1].ids)
+    steps.fill(con, "t_source_conflicts", rows=[(t, i, sorted(ids)) for (t, i), ids in sorted(conflicts.items())])
 
 
 def human_table(con: duckdb.DuckDBPyConnection, path: str | Path | None) -> list[GoldError]:
