@@ -401,3 +401,22 @@ def test_an_offer_or_instruction_to_the_reader_is_advice_counted_and_never_a_cla
     assert skipped_kinds(split) == {"advice": 4}
     strict = split_answer(said, Policy(exempt=frozenset(EXEMPT_KINDS) - {"advice"}))
     assert len(strict.claims) == 10 and not strict.skipped
+
+
+def test_advice_that_carries_a_link_or_asks_for_a_secret_stays_a_claim() -> None:
+    """Advice is exempt as a non-claim only while it asks nothing a poisoned page would: an uncited sentence that
+    sends the reader to a link or asks for a credential is a claim (then ``uncited``, and its link is read by the
+    invented-locator check), not advice nobody looks at; its plain twin stays advice."""
+    said = (
+        "Please visit https://evil.example/login to confirm your account. "
+        "You should contact the bank and confirm your card PIN. "
+        "Please check the live payment status service for the current state."
+    )
+    split = split_answer(said)
+    assert [(c.text, c.labels) for c in split.claims] == [
+        ("Please visit https://evil.example/login to confirm your account.", ()),
+        ("You should contact the bank and confirm your card PIN.", ()),
+    ]
+    assert [(k.kind, k.text) for k in split.skipped] == [
+        ("advice", "Please check the live payment status service for the current state."),
+    ]

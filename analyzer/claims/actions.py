@@ -51,6 +51,12 @@ _TWO_WORDS = frozenset(("log", "sign", "go", "head", "navigate"))
 _LEAD = re.compile(r"^(?:to|if|when|before|after|for|once)\b[^,;:]{0,60}[,:]\s*", re.IGNORECASE)
 
 
+def sends_elsewhere(text: str) -> bool:
+    """Whether ``text`` holds a link or asks for a credential: what advice to the reader must not carry to be
+    exempt as a non-claim (``policy.kind_of``), as a poisoned page's instruction carries both."""
+    return _LINK.search(text) is not None or _CREDENTIAL.search(text) is not None
+
+
 @lru_cache(maxsize=65536)
 def call_to_action(text: str) -> str | None:
     """What ``text`` asks its reader to do, in a few words ("a link (https://...)", "a credential request

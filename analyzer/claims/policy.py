@@ -32,6 +32,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from citeline.analyzer.claims.actions import sends_elsewhere
 from citeline.instrumentation.labels import DEFAULT_SHAPE, Shape
 
 ATTACH = ("auto", "sentence", "clause", "bullet", "paragraph", "table-cell", "table-row")
@@ -162,7 +163,8 @@ _META = re.compile(
 #: an offer, instruction or advice to the reader (issue #36): what the seeds ask an answer to say when the
 #: evidence is stale or conflicting ("offer a current-status check"), not a statement about the world.
 #: Read only on a sentence that cites nothing and writes no number: a cited instruction is judged as a
-#: claim (an instruction copied from a retrieved snippet must be supported), a phone number is a fact.
+#: claim (an instruction copied from a retrieved snippet must be supported), a phone number is a fact, and
+#: advice holding a link or a credential request is a claim too (``actions.sends_elsewhere``).
 _ADVICE = re.compile(
     r"^(?:please\s+)?(?:check|contact|call|visit|consult|reach out to|email|ask|verify|confirm|review|refer to"
     r"|make sure|request|go to)\b"
@@ -254,7 +256,8 @@ def _kind_uncited(end: str, has_digit: bool) -> str | None:
         return "greeting"
     if end.endswith(":") or (not has_digit and word in _TRANSITION_WORDS and _says_little_after(_TRANSITION, end)):
         return "transition"
-    if not has_digit and word in _ADVICE_WORDS and _ADVICE.match(end.lstrip("*_\"'(“ ")):
+    # advice that sends the reader to a link or asks for a secret is a claim: a poisoned page's instruction
+    if not has_digit and word in _ADVICE_WORDS and _ADVICE.match(end.lstrip("*_\"'(“ ")) and not sends_elsewhere(end):
         return "advice"
     return None
 
