@@ -24,6 +24,7 @@ SETS = {
     "ExpertQA rand": "tests/data/expertqa/rand_test.jsonl",
     "ExpertQA domain": "tests/data/expertqa/domain_test.jsonl",
     "RGB": "tests/data/rgb/en_fact.jsonl",
+    "HaluEval QA": "tests/data/halueval/qa_one-turn.jsonl",
 }
 ABLATIONS: dict[str, dict[str, object]] = {
     "rules@2": {"version": 2},

@@ -277,6 +277,39 @@ def test_v4_holds_v3s_agreement_with_people() -> None:
         assert v4[0] == v3[0] and v4[1] >= v3[1], (name, v3, v4)
 
 
+def test_v4_holds_the_qa_hallucination_bar() -> None:
+    """Issue #36: kappa at least 0.60 on QA hallucination data (HaluEval QA, vendored: 500 questions, the right
+    and the hallucinated answer each against the knowledge passage); the figures of docs/judges.md."""
+    assert _agreement("halueval/qa_one-turn.jsonl", "3") == (1000, 0.666, 0.318)
+    assert _agreement("halueval/qa_one-turn.jsonl", "4") == (1000, 0.670, 0.314)
+
+
+def test_a_halueval_row_is_two_pairs_and_a_bad_row_is_named(tmp_path: Path) -> None:
+    from citeline.analyzer.labels.calibrate import examples
+
+    path = tmp_path / "qa.jsonl"
+    path.write_text(
+        '{"knowledge": "The Oberoi Group is a hotel company with its head office in Delhi.", "question": "Where?", '
+        '"right_answer": "Delhi", "hallucinated_answer": "Mumbai, the financial capital of India."}\n'
+        '{"knowledge": "", "question": "Where?", "right_answer": "Delhi", "hallucinated_answer": "Mumbai"}\n'
+        '{"knowledge": "K", "question": "Q", "right_answer": "A"}\n'
+    )
+    found, left_out, problems = examples(path)
+    assert [(e.claim, e.evidence, e.supported) for e in found] == [
+        ("Delhi", ("The Oberoi Group is a hotel company with its head office in Delhi.",), True),
+        (
+            "Mumbai, the financial capital of India.",
+            ("The Oberoi Group is a hotel company with its head office in Delhi.",),
+            False,
+        ),
+    ]
+    assert left_out == 0
+    assert problems == [
+        f"{path}:2: field 'knowledge' is empty; row skipped",
+        f"{path}:3: field 'hallucinated_answer' is missing or not text; row skipped",
+    ]
+
+
 @pytest.mark.slow
 def test_calibrate_against_the_labels_people_gave_in_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from citeline.analyzer.cli.main import main

@@ -8,7 +8,9 @@ Reads labelled claim/evidence pairs from
 - WiCE claims (``claim``, ``evidence`` sentences, ``supported`` /
   ``partially_supported`` / ``not_supported``): plain rows already;
 - RGB ``en_fact`` records (``positive`` / ``positive_wrong`` passages), turned
-  into pairs as docs/judges.md describes.
+  into pairs as docs/judges.md describes;
+- HaluEval QA records (``knowledge``, ``right_answer``, ``hallucinated_answer``):
+  two pairs a row, the right answer supported, the hallucinated one not.
 
 People's labels fold to two classes: supported, or not (partial support is
 not support). ``N/A`` rows are counted as left out, never guessed.
@@ -131,6 +133,22 @@ def _rgb(rec: dict[str, Any], where: str) -> Iterator[Example]:
             yield Example(fake, (true,), False, at)
 
 
+def _halueval(rec: dict[str, Any], where: str) -> list[Example]:
+    """The right answer is supported by the knowledge passage, the hallucinated one is not (each as written:
+    often a short phrase, "Delhi", as QA answers are). A row missing either is skipped whole, not halved."""
+    texts = {}
+    for name in ("knowledge", "right_answer", "hallucinated_answer"):
+        text = rec.get(name)
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"field {name!r} is {'empty' if isinstance(text, str) else 'missing or not text'}")
+        texts[name] = text.strip()
+    knowledge = (texts["knowledge"],)
+    return [
+        Example(texts["right_answer"], knowledge, True, f"{where} right_answer"),
+        Example(texts["hallucinated_answer"], knowledge, False, f"{where} hallucinated_answer"),
+    ]
+
+
 def _rows(path: Path) -> Iterator[tuple[str, Any]]:
     if path.suffix.lower() == ".csv":
         with open(path, newline="", encoding="utf-8") as f:
@@ -172,6 +190,8 @@ def examples(path: str | Path, corpus: dict[str, str] | None = None) -> tuple[li
                         out.append(Example(_strip_markers(claim["claim_string"]), evidence, human, at))
             elif "positive_wrong" in rec:  # RGB
                 out.extend(_rgb(rec, where))
+            elif "right_answer" in rec or "hallucinated_answer" in rec:  # HaluEval QA
+                out.extend(_halueval(rec, where))
             else:
                 if not rec.get("claim"):
                     raise ValueError("field 'claim' is missing")
