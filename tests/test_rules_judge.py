@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -439,3 +440,37 @@ def test_numbers_are_read_in_any_form_and_a_slash_is_a_denominator_only_after_a_
     assert q.numbers_in("an 18-year-old in the twenty-first century, 4th of nine") == frozenset({18, 20, 1, 21, 4, 9})
     assert q.pers("send one and/or both").denominators == frozenset()
     assert q.pers("it costs $20/month, 5 gb/user") == (frozenset({"month"}), frozenset())
+
+
+def test_judging_a_batch_pauses_the_cycle_collector_and_gives_it_back_as_it_was() -> None:
+    """The collector is off while a batch is judged (it re-scanned the judge's cached readings: ~25% of the CPU)
+    and back as the caller had it afterwards, on, off, or after the judge raised."""
+    import gc
+
+    judge = RulesJudge(workers=1)
+    items = [("The fee is 5 dollars.", ["The fee is 5 dollars a month."], [], [])]
+    seen: list[bool] = []
+    real = judge.judge
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    judge.judge = spy  # type: ignore[method-assign]
+    assert gc.isenabled()
+    assert [j.label for j in judge.judge_many(items)] == ["entailed"]
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        judge.judge_many(items)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("judge failed")
+
+    judge.judge = boom  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        judge.judge_many(items)
+    assert gc.isenabled()

@@ -25,9 +25,11 @@ with the labelled example that motivates it; in short, in order:
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
@@ -431,7 +433,8 @@ class RulesJudge(BaseJudge):
         and each process is sent each evidence text once (not once per item citing it)."""
         items = [as_item(it) for it in items]
         if self.workers <= 1 or len(items) < PARALLEL_MIN:
-            return [self.judge(*it) for it in items]
+            with _collector_paused():
+                return [self.judge(*it) for it in items]
         order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
         size = -(-len(order) // (self.workers * 4))
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
@@ -583,10 +586,24 @@ def _judge_chunk(job: tuple[dict[str, Any], list[str], list[tuple[str, list[int]
     settings, texts, items = job
     judge = RulesJudge(**settings, workers=1)
     out = []
-    for claim, evidence, facts, quotes in items:
-        j = judge.judge(claim, [texts[k] for k in evidence], facts, quotes)
-        out.append((j.label, j.rationale))
+    with _collector_paused():
+        for claim, evidence, facts, quotes in items:
+            j = judge.judge(claim, [texts[k] for k in evidence], facts, quotes)
+            out.append((j.label, j.rationale))
     return out
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused over a batch: judging makes no cycles, but the readings its caches keep
+    make the collector re-scan them again and again (20,000 pairs in one process: 8.9 -> 5.4-7.1 s CPU)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _flag(v: object) -> bool:
