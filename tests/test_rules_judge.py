@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeline.analyzer.judges import RulesJudge, ident, load
+from citeline.analyzer.judges import JudgeItem, RulesJudge, ident, load
 from citeline.analyzer.judges._rules import sentences
 from citeline.analyzer.labels.calibrate import calibrate
 
@@ -448,7 +448,7 @@ def test_judging_a_batch_pauses_the_cycle_collector_and_gives_it_back_as_it_was(
     import gc
 
     judge = RulesJudge(workers=1)
-    items = [("The fee is 5 dollars.", ["The fee is 5 dollars a month."], [], [])]
+    items = [JudgeItem("The fee is 5 dollars.", ["The fee is 5 dollars a month."])]
     seen: list[bool] = []
     real = judge.judge
 
