@@ -474,3 +474,31 @@ def test_judging_a_batch_pauses_the_cycle_collector_and_gives_it_back_as_it_was(
     with pytest.raises(RuntimeError):
         judge.judge_many(items)
     assert gc.isenabled()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab Z.!?\n\t\u00a0\"'”’)]:1")), max_size=40))
+def test_one_sentence_claims_skip_the_split_and_read_the_same(text: str) -> None:
+    """A text with no place a sentence can end (most claims) is not split: the same sentences either way."""
+    from citeline.analyzer.judges._rules import _split_sentences
+
+    assert sentences(text) == _split_sentences(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from("may must not never can required the fee is waived , . but items".split()), max_size=12),
+    st.lists(st.sampled_from("may must not the fee is waived , . items".split()), max_size=12),
+)
+def test_a_claims_cues_are_read_only_where_its_window_can_differ(claim: list[str], evidence: list[str]) -> None:
+    """The modality rule reads the claim's may / must only when its window says one without the other; the
+    verdict is the one read with every cue of both (the rule as written: must against only may, or may
+    against only must, on words they share)."""
+    from citeline.analyzer.judges._rules import _modality_differs, _read, _Window
+
+    c, e = _read(" ".join(claim)), _read(" ".join(evidence))
+    w = _Window((e,))
+    c_may, c_must = c.may & w.words, c.must & w.words
+    e_may, e_must = w.governed("may") & c.words, w.governed("must") & c.words
+    expected = bool((c_must and e_may and not e_must) or (c_may and e_must and not e_may))
+    assert _modality_differs(_read(" ".join(claim)), w, w.words) is expected

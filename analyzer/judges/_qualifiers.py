@@ -93,6 +93,8 @@ def _bounds(t: str) -> tuple[_Bound, ...]:
         if after is not None:
             direction = _BELOW if after.group("down") else _ABOVE
             out.append(_Bound(direction, v, "", t[start : end + after.end()].strip()))
+    if not ("before" in t or "after" in t or "since" in t or "until" in t or "prior to" in t):
+        return tuple(out)  # no word _TEMPORAL opens with (most texts): its scan is skipped
     for m in _TEMPORAL.finditer(t):
         word = m.group(2)
         if word not in _STOP and not word[0].isdigit():

@@ -42,6 +42,8 @@ from citeline.analyzer.text import _STOP, Value, _comparable, _same_value, _show
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
 _SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")
+# every place _SENT_END can match is one of these (opening with a character class, it is found fast)
+_MAY_END = re.compile(r"[.!?][\"'”’)\]]?\s|\n")
 _SHORT_TAIL = re.compile(r"(?:\b[A-Za-z]{1,3}|\b(?:[A-Z]\.)+)\.$")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9\-']*")
 _WORDISH = re.compile(r"[a-z][a-z\-']{2,}")
@@ -103,20 +105,29 @@ class _Text:
         return frozenset(toks) | frozenset(a + b for a, b in itertools.pairwise(toks))
 
     @cached_property
-    def _cues(self) -> dict[str, frozenset[str]]:
-        return _governed_all(self.text)
+    def _cues(self) -> dict[str, list[int]]:
+        """Where each kind of cue ends (one scan); the words each governs are read when first asked."""
+        return _cue_ends(self.text)
+
+    def _governed(self, kind: str) -> frozenset[str]:
+        key = "governed " + kind  # read once, kept beside the cached properties
+        got: frozenset[str] | None = self.__dict__.get(key)
+        if got is None:
+            ends = self._cues.get(kind)
+            got = self.__dict__[key] = _governed_after(self.text, ends) if ends else _NOTHING
+        return got
 
     @property
     def negated(self) -> frozenset[str]:  # stemmed words a negator governs
-        return self._cues["negated"]
+        return self._governed("negated")
 
     @property
     def may(self) -> frozenset[str]:
-        return self._cues["may"]
+        return self._governed("may")
 
     @property
     def must(self) -> frozenset[str]:
-        return self._cues["must"]
+        return self._governed("must")
 
 
 _NOT_A_WORD = frozenset({""})
@@ -131,19 +142,25 @@ def _word_key(w: str) -> str:
 
 
 _CUES = re.compile(f"(?P<negated>{_NEGATOR.pattern})|(?P<may>{_MAY.pattern})|(?P<must>{_MUST.pattern})")
-_NO_CUES = {"negated": frozenset[str](), "may": frozenset[str](), "must": frozenset[str]()}
+_NOTHING = frozenset[str]()
 
 
-def _governed_all(t: str) -> dict[str, frozenset[str]]:
-    """For negators and may/must words: the stemmed words each governs (the next few of its clause)."""
-    found: dict[str, set[str]] = {}
+def _cue_ends(t: str) -> dict[str, list[int]]:
+    """For negators and may/must words: where each one ends, by kind."""
+    found: dict[str, list[int]] = {}
     for m in _CUES.finditer(t):
-        end = _CLAUSE_END.search(t, m.end(), m.end() + 80)
-        following = [w for w in _WORDISH.findall(t, m.end(), end.start() if end else m.end() + 80) if w not in _STOP]
-        found.setdefault(m.lastgroup or "", set()).update(_stem(w) for w in following[:_SCOPE])
-    if not found:
-        return _NO_CUES
-    return {k: frozenset(found.get(k, ())) for k in _NO_CUES}
+        found.setdefault(m.lastgroup or "", []).append(m.end())
+    return found
+
+
+def _governed_after(t: str, ends: list[int]) -> frozenset[str]:
+    """The stemmed words cues ending at ``ends`` govern: the next few content words of each one's clause."""
+    out: set[str] = set()
+    for at in ends:
+        end = _CLAUSE_END.search(t, at, at + 80)
+        following = [w for w in _WORDISH.findall(t, at, end.start() if end else at + 80) if w not in _STOP]
+        out.update(_stem(w) for w in following[:_SCOPE])
+    return frozenset(out)
 
 
 def _read(sentence: str, folded: bool = False) -> _Text:
@@ -152,6 +169,12 @@ def _read(sentence: str, folded: bool = False) -> _Text:
 
 def sentences(text: str) -> list[str]:
     """Split prose into sentences, keeping abbreviations and initials inside theirs."""
+    if _MAY_END.search(text) is None:  # no place a sentence can end inside it (most claims): one sentence
+        return [text] if text.strip() else []
+    return _split_sentences(text)
+
+
+def _split_sentences(text: str) -> list[str]:
     parts = [p for p in _SENT_END.split(text) if p and p.strip()]
     out: list[str] = []
     for p in parts:
@@ -510,11 +533,8 @@ class RulesJudge(BaseJudge):
             if self.check_negation and len(flipped) >= (1 if len(claim.words) <= 4 else 2):
                 shown = ", ".join(sorted(flipped)[:3])
                 return Judgment("contradicted", f"negation differs between the claim and its evidence ({shown})")
-            if self.check_modality:
-                c_may, c_must = claim.may & w_words, claim.must & w_words
-                e_may, e_must = window.governed("may") & claim.words, window.governed("must") & claim.words
-                if (c_must and e_may and not e_must) or (c_may and e_must and not e_may):
-                    return Judgment("contradicted", "obligation differs (may vs must)")
+            if self.check_modality and _modality_differs(claim, window, w_words):
+                return Judgment("contradicted", "obligation differs (may vs must)")
             read = self._qualifiers(claim, window, shared, all_tokens) if self._on else None
             if read is not None:
                 return read
@@ -567,6 +587,17 @@ class RulesJudge(BaseJudge):
             absent = frozenset(x for x in claim.words - shared if x not in evidence)
             found = qual.clauses(c, _words_of, absent)
         return found
+
+
+def _modality_differs(claim: _Text, window: _Window, w_words: frozenset[str]) -> bool:
+    """The claim says must where its window says only may, or may where it says only must (of words they
+    share). The claim's may and must are read only when the window's could differ from them."""
+    e_may, e_must = window.governed("may") & claim.words, window.governed("must") & claim.words
+    if e_may and not e_must:
+        return bool(claim.must & w_words)
+    if e_must and not e_may:
+        return bool(claim.may & w_words)
+    return False
 
 
 _TIME_CUES = re.compile(r"\b(?:" + "|".join(sorted(struct.TIME_CUES)) + r")\s")
