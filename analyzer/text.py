@@ -16,6 +16,14 @@ def fold(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split()).casefold()
 
 
+def led_by(first: str, pattern: str) -> re.Pattern[str]:
+    """``pattern``, tried only where one of the characters ``first`` stands: every match of ``pattern`` must
+    open with one of them. A pattern that opens with ``\\b`` or an alternation of words is otherwise tried
+    alternative by alternative at every position; the lookahead turns most positions away in one step
+    (a claim's negation and modality cues: 13 -> 7 us)."""
+    return re.compile(f"(?=[{re.escape(first)}])(?:{pattern})")
+
+
 _CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₦": "NGN", "₺": "TRY", "₹": "INR"}
 _CURRENCY_CODES = ("usd", "eur", "gbp", "jpy", "ngn", "try", "inr", "cad", "aud", "chf", "tl")
 _MONTHS = {

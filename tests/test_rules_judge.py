@@ -502,3 +502,29 @@ def test_a_claims_cues_are_read_only_where_its_window_can_differ(claim: list[str
     e_may, e_must = w.governed("may") & c.words, w.governed("must") & c.words
     expected = bool((c_must and e_may and not e_must) or (c_may and e_must and not e_may))
     assert _modality_differs(_read(" ".join(claim)), w, w.words) is expected
+
+
+_CUE_WORDS = (
+    "not no never none nobody nothing neither nor cannot without n't may might can could optional optionally "
+    "allowed permitted must required requires require shall mandatory obliged have to has to need to needs to "
+    "and but while whereas ; anon canny snot"
+).split()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([*_CUE_WORDS, " ", "", "'", "-", "x", ".", "é"]), max_size=16))
+def test_cue_scans_led_by_their_first_letters_find_what_the_plain_patterns_find(parts: list[str]) -> None:
+    """The negation / modality cues and the joins are scanned with a lookahead of the letters their words open
+    with (text.led_by): the same matches, kinds and spans as the plain patterns."""
+    import re
+
+    from citeline.analyzer.judges import _rules
+
+    text = "".join(parts)
+    for led, plain in (
+        (_rules._CUES, re.compile(_rules._CUES.pattern.split("(?:", 1)[1][:-1])),
+        (_rules._JOINS, re.compile(r";|\b(?:and|but|while|whereas)\b")),
+    ):
+        assert [(m.lastgroup, m.span()) for m in led.finditer(text)] == [
+            (m.lastgroup, m.span()) for m in plain.finditer(text)
+        ]

@@ -38,7 +38,19 @@ from citeline.analyzer import workers as _workers
 from citeline.analyzer.judges import _qualifiers as qual
 from citeline.analyzer.judges import _structure as struct
 from citeline.analyzer.judges._api import BaseJudge, JudgeItem, Judgment, as_item
-from citeline.analyzer.text import _STOP, Value, _comparable, _same_value, _show, _stem, fold, value_present, values
+from citeline.analyzer.text import (
+    _STOP,
+    Value,
+    _comparable,
+    _same_value,
+    _show,
+    _stem,
+    _values_of_folded,
+    fold,
+    led_by,
+    value_present,
+    values,
+)
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
 _SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")
@@ -141,7 +153,8 @@ def _word_key(w: str) -> str:
     return _stem(w.strip("-'"))
 
 
-_CUES = re.compile(f"(?P<negated>{_NEGATOR.pattern})|(?P<may>{_MAY.pattern})|(?P<must>{_MUST.pattern})")
+# every cue opens with one of these letters (negators: n, c, w; n't: n; may: m, c, o, a, p; must: m, r, s, o, h, n)
+_CUES = led_by("ncwmoaprsh", f"(?P<negated>{_NEGATOR.pattern})|(?P<may>{_MAY.pattern})|(?P<must>{_MUST.pattern})")
 _NOTHING = frozenset[str]()
 
 
@@ -326,20 +339,27 @@ def _value_keys(v: Value) -> frozenset[str]:
 class _Window:
     sentences: tuple[_Text, ...]
 
+    # a window is most often one sentence: its sets are then that sentence's own, not a union
     @property
     def words(self) -> frozenset[str]:
-        return frozenset().union(*(s.words for s in self.sentences))
+        ss = self.sentences
+        return ss[0].words if len(ss) == 1 else frozenset().union(*(s.words for s in ss))
 
     @property
     def tokens(self) -> frozenset[str]:
-        return frozenset().union(*(s.tokens for s in self.sentences))
+        ss = self.sentences
+        return ss[0].tokens if len(ss) == 1 else frozenset().union(*(s.tokens for s in ss))
 
     @property
     def values(self) -> list[Value]:
         return [v for s in self.sentences for v in s.values]
 
     def governed(self, attr: str) -> frozenset[str]:
-        return frozenset().union(*(getattr(s, attr) for s in self.sentences))
+        ss = self.sentences
+        if len(ss) == 1:
+            got: frozenset[str] = getattr(ss[0], attr)
+            return got
+        return frozenset().union(*(getattr(s, attr) for s in ss))
 
 
 def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
@@ -601,7 +621,7 @@ def _modality_differs(claim: _Text, window: _Window, w_words: frozenset[str]) ->
 
 
 _TIME_CUES = re.compile(r"\b(?:" + "|".join(sorted(struct.TIME_CUES)) + r")\s")
-_JOINS = re.compile(r";|\b(?:and|but|while|whereas)\b")
+_JOINS = led_by(";abw", r";|\b(?:and|but|while|whereas)\b")
 
 
 def _words_of(text: str) -> frozenset[str]:
@@ -645,18 +665,25 @@ def _flag(v: object) -> bool:
 
 def _facts(claim: str, facts: Sequence[str]) -> Judgment | None:
     claim_fold = fold(claim)
-    claim_values = values(claim_fold, folded=True)
+    claim_values = _values_of_folded(claim_fold)
     for fact in facts:
-        fvals = values(fact)
+        fact_fold, fvals = _fact(fact)
         if fvals:
             if not all(any(_same_value(f, c) for c in claim_values) for f in fvals):
                 wrong = [c for c in claim_values for f in fvals if _comparable(f, c)]
                 if wrong:
                     return Judgment("contradicted", f"states {_show(wrong[0])} where the gold fact is {fact!r}")
                 return Judgment("insufficient", f"does not state the gold fact {fact!r}")
-        elif fold(fact) not in claim_fold:
+        elif fact_fold not in claim_fold:
             return Judgment("insufficient", f"does not state the gold fact {fact!r}")
     return None
+
+
+@lru_cache(maxsize=8192)
+def _fact(fact: str) -> tuple[str, tuple[Value, ...]]:
+    """A gold fact folded, and its values: read once for every claim that must state it."""
+    folded = fold(fact)
+    return folded, _values_of_folded(folded)
 
 
 _DEFAULTS.update({v: RulesJudge(version=v, workers=1)._raw() for v in VERSIONS})
