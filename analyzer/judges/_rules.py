@@ -244,7 +244,7 @@ def _names(claim: str, v3: bool = False) -> tuple[_Name, ...]:
     out = []
     for m in _NAME.finditer(claim):
         words = m.group(0).split()
-        tokens = {_token(w) for w in words if _token(w) and _token(w) not in _NAME_GLUE}
+        tokens = {t for t in map(_token, words) if t and t not in _NAME_GLUE}
         if len(words) == 1 and (
             not tokens or tokens <= not_names or _opens(claim, m.start()) or _discourse(claim, m.start(), m.end())
         ):
