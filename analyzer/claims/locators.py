@@ -20,6 +20,7 @@ number as written ("4.2"), ``title`` case folded with its spaces collapsed.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Final
 
 import duckdb
@@ -133,14 +134,16 @@ def invented(con: duckdb.DuckDBPyConnection) -> None:
         steps.empty(con, "invented_locators")
 
 
-def _source_locators(text: str) -> list[tuple[str, str]]:
-    """(kind, value) of each locator a source's ``text`` has (the same one may come twice)."""
+@lru_cache(maxsize=65536)
+def _source_locators(text: str) -> tuple[tuple[str, str], ...]:
+    """(kind, value) of each locator a source's ``text`` has (the same one may come twice). Kept: each slice
+    of a run reads the same gold texts again."""
     found = [(kind, value) for kind, value, _ in locators(text, headings=True)]
     if _URL.fullmatch(text.strip()):  # a uri is its own locator, whatever its form
         found.append(("url", normal_url(text)))
     if 0 < len(text) <= 200 and "\n" not in text:  # a title (a uri or id too: harmless)
         found.append(("title", _title(text)))
-    return found
+    return tuple(found)
 
 
 def tables(con: duckdb.DuckDBPyConnection) -> bool:
