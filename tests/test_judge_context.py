@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 
 from citeline.analyzer.judges import BaseJudge, JudgeItem, Judgment, RulesJudge, Source, judge_all
-from citeline.analyzer.run.judging import CachedJudge
+from citeline.analyzer.run.judgment_cache import CachedJudge
 
 SOURCE = Source("returns-v4#eligibility-2", "returns", "v4", "Returns policy", "2026-01-01", "", "active")
 ITEM = JudgeItem("Returns take 30 days.", ["Returns are accepted for 30 days."], ["30 days"], [], question="Q?")

@@ -116,7 +116,7 @@ def test_a_judgment_keeps_the_cache_key_it_was_stored_under(
     import json
 
     from citeline.analyzer.judges import RulesJudge
-    from citeline.analyzer.run.judging import CachedJudge
+    from citeline.analyzer.run.judgment_cache import CachedJudge
 
     judge = RulesJudge(coverage=coverage)
     cached = CachedJudge(duckdb.connect(), judge)

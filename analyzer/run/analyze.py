@@ -29,7 +29,8 @@ from citeline.analyzer.gold.corpus import load_corpus, merge
 from citeline.analyzer.gold.goldset import GoldError, GoldSet, load_gold
 from citeline.analyzer.judges import LABELS, Judge
 from citeline.analyzer.run import joining, splitting, storing
-from citeline.analyzer.run.judging import CachedJudge, human_table, judge_tables
+from citeline.analyzer.run.judging import human_table, judge_tables
+from citeline.analyzer.run.judgment_cache import CachedJudge
 from citeline.analyzer.run.options import DEFAULT_ABSTAIN_PHRASES, RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
 from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, ingest, trace_files

@@ -67,7 +67,7 @@ def _seen(root: str) -> _Seen:
 
 
 class Board(Mapping[str, tuple[str, str]]):
-    """One partition attempt's view of the run's shared judgments (``run/judging.SharedJudgments``): as a
+    """One partition attempt's view of the run's shared judgments (``run/judgment_cache.SharedJudgments``): as a
     mapping, the judgments this process holds; ``claim``, ``give`` and ``wait`` share the rest."""
 
     def __init__(self, run_dir: str | Path, part: int) -> None:
