@@ -15,6 +15,7 @@ a cluster's workers never start pools of their own.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import multiprocessing
 import os
@@ -102,3 +103,20 @@ def stop() -> None:
 def _warm(modules: tuple[str, ...]) -> None:
     for name in modules:
         importlib.import_module(name)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused over a stretch of a run's text work (a slice in the driver, a part of
+    the splitting or a batch of judging in a worker), given back as the caller had it, also after an error.
+    The text work makes no reference cycles, but it keeps many objects alive (the readings the judge and the
+    splitter cache, the rows of a slice), and the collector re-scanned them again and again: in one process,
+    20,000 judged pairs 8.9 -> 6.4-6.9 s of CPU; a 4,000-trace run's driver about 7% of its CPU. Cycles made
+    meanwhile (a caught exception's traceback) are collected once it runs again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

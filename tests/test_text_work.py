@@ -168,3 +168,42 @@ def test_a_run_in_another_thread_does_not_see_or_stop_this_runs_pool(monkeypatch
     finally:
         _workers.stop()
     assert _workers.shared() is None
+
+
+def test_a_runs_text_work_pauses_the_cycle_collector_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver's slices (joining, splitting, judging's bookkeeping, classifying) and the splitter run with
+    Python's cycle collector paused: it re-scanned the slice's rows and the text caches again and again. The
+    run gives it back as the host had it, and the classification is the one it gives with the collector on."""
+    import gc
+
+    seen: dict[str, list[bool]] = {"split": [], "judge": []}
+    from citeline.analyzer.claims.splitter import split_answer as real_split
+    from citeline.analyzer.run.judging import judge_tables as real_judge
+
+    def split_spy(*args: Any, **kwargs: Any) -> Any:
+        seen["split"].append(gc.isenabled())
+        return real_split(*args, **kwargs)
+
+    def judge_spy(*args: Any, **kwargs: Any) -> Any:
+        seen["judge"].append(gc.isenabled())
+        return real_judge(*args, **kwargs)
+
+    monkeypatch.setattr(_splitting, "split_answer", split_spy)
+    monkeypatch.setattr(_analyze, "judge_tables", judge_spy)
+    assert gc.isenabled()
+    paused, _ = run_and_analyze(tmp_path / "paused", SCENARIOS[:6])
+    assert gc.isenabled()
+    assert seen["split"] and not any(seen["split"])
+    assert seen["judge"] and not any(seen["judge"])
+    monkeypatch.setattr(_workers, "collector_paused", _always_on)
+    collected, _ = run_and_analyze(tmp_path / "collected", SCENARIOS[:6])
+    cols = ("claim_text", "bucket", "stage", "reason")  # trace and span ids are new in each run
+    assert sorted(paused.claims.select(cols).rows(), key=repr) == sorted(collected.claims.select(cols).rows(), key=repr)
+
+
+def _always_on() -> Any:
+    from contextlib import nullcontext
+
+    return nullcontext()

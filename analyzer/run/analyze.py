@@ -258,16 +258,17 @@ def _classify_slices(
     parts, done = len(scope.slices), 0
     for part in range(parts):
         of = f" ({part + 1}/{parts})" if parts > 1 else ""
-        watch.phase("joining traces to cases" + of)
-        joining.join(con, scope.params(part), tally.joins, run_id=run_id, answer_keys=keys)
-        watch.phase("splitting answers into claims" + of)
-        splitting.split(con, phrases, split_settings, pool)
-        splitting.match(con)
-        watch.phase("judging support" + of)
-        judge_tables(con, setup.evidence.gold, cached_judge)
-        splitting.store_skipped(con, run_id)
-        watch.phase("classifying" + of)
-        steps.run(con, "classify", {"run_id": run_id, "labels": list(LABELS), "judge": ident})
+        with _workers.collector_paused():  # a slice's rows and the text caches: nothing for it to collect
+            watch.phase("joining traces to cases" + of)
+            joining.join(con, scope.params(part), tally.joins, run_id=run_id, answer_keys=keys)
+            watch.phase("splitting answers into claims" + of)
+            splitting.split(con, phrases, split_settings, pool)
+            splitting.match(con)
+            watch.phase("judging support" + of)
+            judge_tables(con, setup.evidence.gold, cached_judge)
+            splitting.store_skipped(con, run_id)
+            watch.phase("classifying" + of)
+            steps.run(con, "classify", {"run_id": run_id, "labels": list(LABELS), "judge": ident})
         done += int(con.execute("SELECT count(*) FROM t_traces").fetchall()[0][0])
         watch.tick("classified traces", done, scope.classified)
     tally.judged = cached_judge.counts()

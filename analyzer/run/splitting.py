@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from citeline.analyzer import steps
+from citeline.analyzer import steps, workers
 from citeline.analyzer.claims import locators
 from citeline.analyzer.claims.policy import DEFAULT_POLICY, Policy, exempt_or_default, merge
 from citeline.analyzer.claims.splitter import skipped_kinds, split_answer
@@ -110,6 +110,20 @@ def split_answers(
     cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, *extra)}
     abstains: list[bool] = []
     folded_phrases = tuple(fold(p) for p in phrases)
+    with workers.collector_paused():
+        _split_into(cols, abstains, answers, folded_phrases, policies, ids)
+    cols["abstains"] = abstains
+    return cols
+
+
+def _split_into(
+    cols: dict[str, list[Any]],
+    abstains: list[bool],
+    answers: Sequence[str],
+    folded_phrases: tuple[str, ...],
+    policies: Sequence[Policy] | None,
+    ids: Sequence[int] | None,
+) -> None:
     for n, answer in enumerate(answers):
         policy = policies[n] if policies is not None else DEFAULT_POLICY
         at = ids[n] if ids is not None else n
@@ -137,8 +151,6 @@ def split_answers(
         folded_answer = fold(answer)
         has_phrase = any(p in folded_answer for p in folded_phrases)
         abstains.append(has_phrase and not cited_factual)  # a structured answer's own say wins (per trace)
-    cols["abstains"] = abstains
-    return cols
 
 
 def split(
