@@ -528,3 +528,29 @@ def test_cue_scans_led_by_their_first_letters_find_what_the_plain_patterns_find(
         assert [(m.lastgroup, m.span()) for m in led.finditer(text)] == [
             (m.lastgroup, m.span()) for m in plain.finditer(text)
         ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from("fees rose 5% in 2023 the plan costs $20 refunds take days".split()), min_size=1, max_size=8
+    ),
+    st.lists(
+        st.lists(
+            st.sampled_from("fees rose fell 5% 7% in 2023 the plan costs $20 refunds take days".split()), max_size=8
+        ),
+        max_size=4,
+    ),
+    st.integers(0, 4),
+)
+def test_a_window_of_one_candidate_is_the_one_the_greedy_cover_takes(
+    claim: list[str], passage: list[list[str]], most: int
+) -> None:
+    """A claim sentence that shares anything with one evidence sentence only takes it as its window without
+    running the greedy cover: the same window the cover gives."""
+    from citeline.analyzer.judges._rules import _align, _cover, _read
+
+    c = _read(" ".join(claim))
+    p = [_read(" ".join(s) + ".") for s in passage]
+    units = [(i, u) for i, u in ((i, s.units & c.units) for i, s in enumerate(p)) if u]
+    assert [p.index(s) for s in _align(c, p, most).sentences] == _cover(units, c.units, most)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
@@ -47,7 +46,6 @@ from citeline.analyzer.text import (
     fold,
     led_by,
     value_present,
-    values,
 )
 
 # A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see _merge_abbreviations).
@@ -104,7 +102,7 @@ class _Text:
     def __init__(self, folded: str) -> None:
         self.text = folded
         self.words: frozenset[str] = frozenset(map(_word_key, _WORDISH.findall(folded))) - _NOT_A_WORD
-        self.values: tuple[Value, ...] = tuple(values(folded, folded=True))
+        self.values: tuple[Value, ...] = _values_of_folded(folded)
         # what a window is chosen by: words and value keys
         self.units: frozenset[str] = self.words.union(*(_value_keys(v) for v in self.values))
 
@@ -333,9 +331,13 @@ def _value_keys(v: Value) -> frozenset[str]:
     return frozenset((f"\0{v[0]}:{v[2]:g}",))
 
 
-@dataclass(frozen=True)
 class _Window:
-    sentences: tuple[_Text, ...]
+    """The evidence sentences a claim sentence is compared with (one is made per claim sentence: a plain class)."""
+
+    __slots__ = ("sentences",)
+
+    def __init__(self, sentences: tuple[_Text, ...]) -> None:
+        self.sentences = sentences
 
     # a window is most often one sentence: its sets are then that sentence's own, not a union
     @property
@@ -363,9 +365,17 @@ class _Window:
 def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
     """Greedy cover: the evidence sentences that add the most of the claim's words and values, up to ``most``."""
     target = claim.units
+    units = [(i, u) for i, u in ((i, s.units & target) for i, s in enumerate(passage)) if u]
+    if len(units) == 1 and most >= 1:  # one sentence shares anything with the claim (most claims): it is the window
+        return _Window((passage[units[0][0]],))
+    return _Window(tuple(passage[i] for i in _cover(units, target, most)))
+
+
+def _cover(units: list[tuple[int, frozenset[str]]], target: frozenset[str], most: int) -> list[int]:
+    """The sentences (by index) the greedy cover takes, in order, from each one's units shared with the claim."""
     covered: set[str] = set()
     chosen: list[int] = []
-    units = [(i, u) for i, u in ((i, s.units & target) for i, s in enumerate(passage)) if u]
+    shared = dict(units)
     for _ in range(most):
         best, gain = -1, 0
         for i, u in units:
@@ -373,14 +383,14 @@ def _align(claim: _Text, passage: Sequence[_Text], most: int) -> _Window:
             if g > gain:
                 best, gain = i, g
         # a further sentence must add two things (or a value): one shared word is coincidence
-        picked = passage[best].units & target if best >= 0 else frozenset()
+        picked = shared[best] if best >= 0 else frozenset()
         if best < 0 or (chosen and gain < 2 and not any(x.startswith("\0") for x in picked - covered)):
             break
         chosen.append(best)
         covered |= picked
         if covered >= target:
             break
-    return _Window(tuple(passage[i] for i in sorted(chosen)))
+    return sorted(chosen)
 
 
 VERSIONS = ("2", "3", "4")
