@@ -41,7 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-#: bytes of trace files per map task, as analyzer/scaleout/partitioned.py cuts a run (MAP_BYTES)
+#: bytes of trace files per map task, as analyzer/scaleout/plan.py cuts a run (MAP_BYTES)
 MAP_BYTES = 256 * 1024 * 1024
 
 _MARKS = """

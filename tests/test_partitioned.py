@@ -880,14 +880,14 @@ def test_a_large_file_read_in_byte_ranges_by_several_map_tasks_is_the_single_run
 
 
 def test_a_lost_map_task_names_the_byte_ranges_it_read() -> None:
-    from citeline.analyzer.scaleout.partitioned import _coalesced, _Plan, _units
+    from citeline.analyzer.scaleout.plan import Plan, coalesced, units
 
     files = [("a.jsonl", 100), ("b.jsonl.gz", 500), ("c.jsonl", 30)]
-    units = _units(files, [0, 1, 2], 40)
-    assert units == [((0, (0, 33)), 33), ((0, (33, 66)), 33), ((0, (66, 100)), 34), ((1, None), 500), ((2, None), 30)]
-    groups, ranges = _coalesced([[units[0][0], units[1][0]], [units[2][0], units[3][0], units[4][0]]])
+    dealt = units(files, [0, 1, 2], 40)
+    assert dealt == [((0, (0, 33)), 33), ((0, (33, 66)), 33), ((0, (66, 100)), 34), ((1, None), 500), ((2, None), 30)]
+    groups, ranges = coalesced([[dealt[0][0], dealt[1][0]], [dealt[2][0], dealt[3][0], dealt[4][0]]])
     assert groups == [[0], [0, 1, 2]] and ranges == [[(0, 66)], [(66, 100), None, None]]  # adjacent ranges as one
-    plan = _Plan(files, [], groups, 2, 2, None, [], ranges)
+    plan = Plan(files, [], groups, 2, 2, None, [], ranges)
     assert plan.named(1) == ["a.jsonl (bytes 66-100)", "b.jsonl.gz", "c.jsonl"]
     assert plan.split_files() == 1
     assert plan.rank(0, 0) < plan.rank(1, 0) < plan.rank(1, 1) < plan.rank(1, 2)  # a span read twice keeps the first
