@@ -27,6 +27,7 @@ run is in ``tasks.py``.
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -186,11 +187,11 @@ def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
 
 @dataclass
 class _Tasks:
-    """The run's tasks as submitted: each map task's pieces and metadata, the context, the reduces."""
+    """The run's tasks as submitted: the map tasks (until the driver has their results), the context, the
+    reduces and each partition's pieces (paths)."""
 
-    pieces: list[list[Any]]
-    metas: list[Any]
-    shipped: Any
+    maps: list[Any]
+    shipped: Any = None
     reduces: dict[Any, int] = field(default_factory=dict)
     wanted: dict[int, list[Any]] = field(default_factory=dict)
 
@@ -241,13 +242,16 @@ class _Driver:
         )
         self.report.paths = [f for f, _s in plan.files]
         self.report.files_skipped_unchanged = self.incremental["skipped_files"] = len(plan.skipped)
-        self._read_maps(tasks.metas)
-        earlier = self._timed("store_spans", self._earlier)
-        self._reduce(tasks, ctx, earlier)
-        watch.phase(f"classifying {plan.parts} partition(s)")
-        tallies, failed, orphaned = self._collect(tasks)
-        watch.phase("storing the run")
-        self._timed("commit", self._commit, failed)
+        try:
+            pieces = self._read_maps(tasks)
+            earlier = self._timed("store_spans", self._earlier)
+            self._reduce(tasks, ctx, earlier, pieces)
+            watch.phase(f"classifying {plan.parts} partition(s)")
+            tallies, failed, orphaned = self._collect(tasks)
+            watch.phase("storing the run")
+            self._timed("commit", self._commit, failed)
+        finally:  # the span pieces are intermediate: the run's spans are its partitions' files
+            shutil.rmtree(self.run_dir / work.PIECES, ignore_errors=True)
         result = self._timed("finish", self._finish, tallies, failed, orphaned)
         result.engine["seconds"] = self.seconds  # each task's own timings and the driver's storing: bench/scaleout.py
         result.engine["sampling_workers"] = _sampling_workers(self.client)
@@ -271,22 +275,14 @@ class _Driver:
             )
             for m, g in enumerate(plan.groups)
         ]
-        pieces = [
-            [client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
-            for m, mf in enumerate(maps)
-        ]
-        metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
-        del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
-        return _Tasks(pieces, metas, None)
+        return _Tasks(maps)
 
-    def _reduce(self, tasks: _Tasks, ctx: work.Context, earlier: str | None) -> None:
-        """Every partition's reduce, on the pieces of the map tasks that gave theirs (a map task that failed
-        twice feeds none: the partitions run on the others' spans)."""
+    def _reduce(self, tasks: _Tasks, ctx: work.Context, earlier: str | None, pieces: dict[int, dict[int, str]]) -> None:
+        """Every partition's reduce, on the pieces of the map tasks that gave theirs (``pieces``: per map task
+        whose result the driver took, its pieces' paths by partition; a map task that failed twice feeds none:
+        the partitions run on the others' spans). A task per partition: the pieces go by path."""
         client, prefix, parts, out = self.client, self.prefix, self.plan.parts, self.out(earlier)
-        good = [r for m, r in enumerate(tasks.pieces) if m not in self.lost_maps]
-        for m in self.lost_maps:
-            client.cancel(tasks.pieces[m])
-        tasks.wanted = {p: [r[p] for r in good] for p in range(parts)}
+        tasks.wanted = {p: [pieces[m][p] for m in sorted(pieces) if p in pieces[m]] for p in range(parts)}
         # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
         # for good, while a task's result is made again; each worker fetches it once and keeps it for the run.
         # Submitted after the map phase: a worker that dies twice under a map task takes no other task with it
@@ -304,7 +300,6 @@ class _Driver:
             ): p
             for p in range(parts)
         }
-        tasks.pieces = []
 
     def _timed(self, what: str, fn: Callable[..., T], *args: Any) -> T:
         t, c, own = time.perf_counter(), time.process_time(), time.thread_time()
@@ -316,12 +311,15 @@ class _Driver:
             self.seconds["driver_cpu"] += time.process_time() - c
         return got
 
-    def _read_maps(self, metas: list[Any]) -> None:
-        """Each map task's ingested_files into the store, its file_traces file noted; a map task that failed
-        twice named with its files (the partitions run without them)."""
+    def _read_maps(self, tasks: _Tasks) -> dict[int, dict[int, str]]:
+        """Each map task's ingested_files into the store, its file_traces file noted, its pieces' paths taken (by
+        partition: only these are read, whatever another attempt of it wrote); a map task that failed twice named
+        with its files (the partitions run without them). The map tasks are let go as their results come: a
+        worker lost later costs no map task made again."""
         report, groups = self.report, self.plan.groups
         ranges: list[dict[str, Any]] = []
-        for m, meta_f in enumerate(metas):
+        pieces: dict[int, dict[int, str]] = {}
+        for m, meta_f in enumerate(tasks.maps):
             try:
                 meta = meta_f.result()
             except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
@@ -344,11 +342,15 @@ class _Driver:
                 if meta["file_traces_rows"]:
                     self.files.setdefault("file_traces", []).append((meta["file_traces"], meta["file_traces_rows"]))
                 ranges.append(meta)
+                pieces[m] = meta["pieces"]
                 self.seconds["map"].append(meta["seconds"])
+            meta_f.release()
             self.watch.tick("reading trace files", m + 1, len(groups))
         if any(meta.get("ranges") for meta in ranges):
             self._timed("store_ingest", self._store_split_files, ranges)
         report.problems.extend(self.plan.listing_problems)
+        tasks.maps = []
+        return pieces
 
     def _store_split_files(self, metas: list[dict[str, Any]]) -> None:
         """The files read in byte ranges, each as one whole file: its ingested_files row (lines, spans and bad
