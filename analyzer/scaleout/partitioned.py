@@ -1,27 +1,35 @@
 """Partitioned runs on Dask: ``citeline analyze --engine dask [--scheduler tcp://HOST:PORT]``, the driver.
 
 Classification only ever joins within one trace, so a run splits by trace and each part runs
-citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md):
+citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md). How the run is cut
+(its files, the map tasks they and their byte ranges are dealt to, the partitions) is ``plan.py``; what
+the workers run is ``tasks.py``; what the driver writes into the store is ``commit.py``; the judgments
+the workers share are ``board.py``. The driver:
 
-1. **map**: each map task ingests a share of the trace files (local paths, or object URLs that
-   ``_lake`` reads on the worker with the worker's own credentials) into a DuckDB in memory, with
-   every check ``ingest`` makes, and cuts the spans into ``partitions`` Parquet pieces by
-   ``hash(trace_id)``: a trace split across lines and files lands whole in one partition;
-2. **reduce**: per partition, a worker loads its pieces (a span read in two files keeps the reading
-   of the first file, as ingest does) into a DuckDB in memory and runs ``analyze`` over it, with the
-   gold set, labels, judge and the store's judgments shipped once per worker; the worker's text work
-   runs in the worker (``workers.in_process``: no nested pools);
-3. **merge** (the driver): ``file_traces`` and ``ingested_files`` go into the store as ingest would
-   have put them, from each map task; each partition's spans (as its reduce read them: each span
-   once, a fresh store's in one append) and result rows go in under the run's one id; the
-   coverage and problems are summed from the partitions' tallies, each gold case a partition did not
-   see counted once over all of them; the run's judgment files (each pair asked once over the workers:
-   ``board.py``) are registered with its other files, so the store's cache reads them.
+1. **map**: submits a task per share of the trace files (local paths, or object URLs that ``_lake``
+   reads on the worker with the worker's own credentials). Each ingests its share into a DuckDB in
+   memory with every check ``ingest`` makes, cuts the spans into one Parquet piece per partition by
+   ``hash(trace_id)`` (a trace split across lines and files lands whole in one partition) and writes
+   the pieces and its files' ``file_traces`` under the run's location; the driver takes back only
+   metadata (the pieces' paths, the files' ``ingested_files`` rows, the ingest report) and stores the
+   files' rows as each result comes (a split file's once, when all its ranges were read);
+2. **earlier spans**: when the store held spans, lays out those of the run's traces per partition
+   under the run's location (one query), and counts the traces that joined them;
+3. **reduce**: submits a task per partition, naming the pieces it reads (only those of the map results
+   the driver took: a map task that failed twice feeds none). Each loads its pieces and earlier spans
+   (a span read twice keeps its first reading, as ingest does) into a DuckDB in memory and runs
+   ``analyze`` over it with the run's context shipped once per worker, writes its spans and result rows
+   as Parquet under the run's location and sends back counts, its tally and a few small rows; its
+   judgments go to the run's shared set (``board.py``), never through the driver;
+4. **commit**: stores each partition's small rows as it finishes, writes the run's manifest last, then
+   registers the run's files (``run_files``) and writes its ``runs`` row, with coverage and problems summed
+   from the partitions' tallies (each gold case no partition saw counted once over all of them). The
+   span pieces are then removed: the run's spans are its partitions' files.
 
-A task whose worker is lost is run again (Dask reschedules it; map pieces that died with a worker
-are made again); a partition that fails twice is named in the run's problems and makes the run
-exit 1, never missing silently. Attempts are counted from the tasks' own events. What the workers
-run is in ``tasks.py``.
+No span and no claim row passes through the driver. A task whose worker is lost is run again (Dask
+reschedules it; what it wrote under the run's location stays there, and a map task's new attempt writes
+its pieces apart); a partition that fails twice is named in the run's problems and makes the run exit 1,
+never missing silently. Attempts are counted from the tasks' own events.
 """
 
 from __future__ import annotations
