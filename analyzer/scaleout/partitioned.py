@@ -201,7 +201,7 @@ class _Tasks:
     maps: list[Any]
     shipped: Any = None
     reduces: dict[Any, int] = field(default_factory=dict)
-    wanted: dict[int, list[Any]] = field(default_factory=dict)
+    wanted: dict[int, list[str]] = field(default_factory=dict)  # each partition's pieces (paths)
 
 
 @dataclass
