@@ -41,7 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-#: bytes of trace files per map task, as analyzer/scaleout/partitioned.py cuts a run (MAP_BYTES)
+#: bytes of trace files per map task, as analyzer/scaleout/plan.py cuts a run (MAP_BYTES)
 MAP_BYTES = 256 * 1024 * 1024
 
 _MARKS = """
@@ -427,7 +427,7 @@ def _bottleneck(cost: dict[str, float], w: int) -> str:
     """What bounds the run at ``w`` workers next: the largest serial part, or the map when there are too few
     map tasks."""
     parts = {
-        "the scheduler (one process: its per-task work grows with map tasks x partitions)": cost["scheduler"],
+        "the scheduler (one process: its work per task, a task per map task and per partition)": cost["scheduler"],
         "the driver's storing (a row per file, each partition's small rows, the commit)": cost["storing"],
         "the driver's finish (coverage and problems over the run's rows, the runs row)": cost["finish"],
         "the rest of the driver's thread (listing, planning, shipping the context, collecting)": cost["driver"]

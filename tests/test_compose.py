@@ -182,7 +182,7 @@ def test_workers_mount_every_path_they_read_where_the_job_does() -> None:
     env = job["environment"]
     job_mounts = {_mount(m)[1]: _mount(m) for m in job["volumes"]}
     worker_mounts = {_mount(m)[1]: _mount(m) for m in worker["volumes"]}
-    # map tasks open the trace files by the paths the job lists (_partitioned._inputs): the same volume at the
+    # map tasks open the trace files by the paths the job lists (scaleout/plan.inputs): the same volume at the
     # same path, read-only; the gold set is shipped by the job as bytes and the store stays on the job
     read_by_workers = [env["CITELINE_TRACES"]]
     for path in read_by_workers:

@@ -880,14 +880,51 @@ def test_a_large_file_read_in_byte_ranges_by_several_map_tasks_is_the_single_run
 
 
 def test_a_lost_map_task_names_the_byte_ranges_it_read() -> None:
-    from citeline.analyzer.scaleout.partitioned import _coalesced, _Plan, _units
+    from citeline.analyzer.scaleout.plan import Plan, coalesced, units
 
     files = [("a.jsonl", 100), ("b.jsonl.gz", 500), ("c.jsonl", 30)]
-    units = _units(files, [0, 1, 2], 40)
-    assert units == [((0, (0, 33)), 33), ((0, (33, 66)), 33), ((0, (66, 100)), 34), ((1, None), 500), ((2, None), 30)]
-    groups, ranges = _coalesced([[units[0][0], units[1][0]], [units[2][0], units[3][0], units[4][0]]])
+    dealt = units(files, [0, 1, 2], 40)
+    assert dealt == [((0, (0, 33)), 33), ((0, (33, 66)), 33), ((0, (66, 100)), 34), ((1, None), 500), ((2, None), 30)]
+    groups, ranges = coalesced([[dealt[0][0], dealt[1][0]], [dealt[2][0], dealt[3][0], dealt[4][0]]])
     assert groups == [[0], [0, 1, 2]] and ranges == [[(0, 66)], [(66, 100), None, None]]  # adjacent ranges as one
-    plan = _Plan(files, [], groups, 2, 2, None, [], ranges)
+    plan = Plan(files, [], groups, 2, 2, None, [], ranges)
     assert plan.named(1) == ["a.jsonl (bytes 66-100)", "b.jsonl.gz", "c.jsonl"]
     assert plan.split_files() == 1
     assert plan.rank(0, 0) < plan.rank(1, 0) < plan.rank(1, 1) < plan.rank(1, 2)  # a span read twice keeps the first
+
+
+def test_the_task_graph_grows_with_map_tasks_plus_partitions_not_their_product(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    """Issue #38, past the driver: map tasks write their span pieces under the run's location and hand back their
+    paths, and each partition's reduce reads its own by path, so the scheduler runs a task per map task, per
+    partition and the context (3 + 9 + 1 here), not a task per map task per partition beside them (3 x 9). The
+    pieces are intermediate: gone once the run is committed, its rows the single run's."""
+    traces = _scatter(demo_lines, tmp_path, files=4, seed=38)
+    with distributed.get_task_stream(client=client) as stream:
+        single, one, part, two = _both(traces, tmp_path, client, partitions=9, map_tasks=3)
+    keys = sorted({str(t["key"]) for t in stream.data})
+    assert part.engine["map_tasks"] == 3 and part.engine["partitions"] == 9
+    assert len(keys) == 3 + 9 + 1, keys
+    assert_same_run(single, one, part, two)
+    location = Path(part.engine["location"])
+    assert (location / "manifest.json").exists() and not (location / "pieces").exists()
+
+
+def test_each_attempt_of_a_map_task_writes_its_pieces_apart(
+    client: Any, demo_lines: list[bytes], tmp_path: Path
+) -> None:
+    """A map task run twice (a retry, or its result made again after its worker was lost) writes each attempt's
+    pieces in a folder of its own: the driver reads only the paths of the result it took, never a mix."""
+    from citeline.analyzer.scaleout import tasks as work
+
+    traces = _scatter(demo_lines, tmp_path, files=2, seed=5)
+    files = [str(f) for f in sorted(traces.iterdir())]
+    out = work.Output(str(tmp_path / "run"), "r1")
+    first, second = (
+        client.submit(work.map_files, "attempts", 0, files, [0, 1], 4, out, pure=False).result() for _ in range(2)
+    )
+    assert sorted(first["pieces"]) == sorted(second["pieces"]) and first["pieces"]
+    a, b = set(first["pieces"].values()), set(second["pieces"].values())
+    assert not a & b and all(Path(p).exists() for p in a | b)
+    assert {Path(p).parent.parent for p in a | b} == {tmp_path / "run" / work.PIECES}

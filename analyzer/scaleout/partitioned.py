@@ -1,36 +1,45 @@
 """Partitioned runs on Dask: ``citeline analyze --engine dask [--scheduler tcp://HOST:PORT]``, the driver.
 
 Classification only ever joins within one trace, so a run splits by trace and each part runs
-citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md):
+citeline's own pipeline (``analyze``), unchanged, on a worker (docs/scale-out.md). How the run is cut
+(its files, the map tasks they and their byte ranges are dealt to, the partitions) is ``plan.py``; what
+the workers run is ``tasks.py``; what the driver writes into the store is ``commit.py``; the judgments
+the workers share are ``board.py``. The driver:
 
-1. **map**: each map task ingests a share of the trace files (local paths, or object URLs that
-   ``_lake`` reads on the worker with the worker's own credentials) into a DuckDB in memory, with
-   every check ``ingest`` makes, and cuts the spans into ``partitions`` Parquet pieces by
-   ``hash(trace_id)``: a trace split across lines and files lands whole in one partition;
-2. **reduce**: per partition, a worker loads its pieces (a span read in two files keeps the reading
-   of the first file, as ingest does) into a DuckDB in memory and runs ``analyze`` over it, with the
-   gold set, labels, judge and the store's judgments shipped once per worker; the worker's text work
-   runs in the worker (``workers.in_process``: no nested pools);
-3. **merge** (the driver): ``file_traces`` and ``ingested_files`` go into the store as ingest would
-   have put them, from each map task; each partition's spans (as its reduce read them: each span
-   once, a fresh store's in one append) and result rows go in under the run's one id; the
-   coverage and problems are summed from the partitions' tallies, each gold case a partition did not
-   see counted once over all of them; the run's judgment files (each pair asked once over the workers:
-   ``board.py``) are registered with its other files, so the store's cache reads them.
+1. **map**: submits a task per share of the trace files (local paths, or object URLs that ``_lake``
+   reads on the worker with the worker's own credentials). Each ingests its share into a DuckDB in
+   memory with every check ``ingest`` makes, cuts the spans into one Parquet piece per partition by
+   ``hash(trace_id)`` (a trace split across lines and files lands whole in one partition) and writes
+   the pieces and its files' ``file_traces`` under the run's location; the driver takes back only
+   metadata (the pieces' paths, the files' ``ingested_files`` rows, the ingest report) and stores the
+   files' rows as each result comes (a split file's once, when all its ranges were read);
+2. **earlier spans**: when the store held spans, lays out those of the run's traces per partition
+   under the run's location (one query), and counts the traces that joined them;
+3. **reduce**: submits a task per partition, naming the pieces it reads (only those of the map results
+   the driver took: a map task that failed twice feeds none). Each loads its pieces and earlier spans
+   (a span read twice keeps its first reading, as ingest does) into a DuckDB in memory and runs
+   ``analyze`` over it with the run's context shipped once per worker, writes its spans and result rows
+   as Parquet under the run's location and sends back counts, its tally and a few small rows; its
+   judgments go to the run's shared set (``board.py``), never through the driver;
+4. **commit**: stores each partition's small rows as it finishes, writes the run's manifest last, then
+   registers the run's files (``run_files``) and writes its ``runs`` row, with coverage and problems summed
+   from the partitions' tallies (each gold case no partition saw counted once over all of them). The
+   span pieces are then removed: the run's spans are its partitions' files.
 
-A task whose worker is lost is run again (Dask reschedules it; map pieces that died with a worker
-are made again); a partition that fails twice is named in the run's problems and makes the run
-exit 1, never missing silently. Attempts are counted from the tasks' own events. What the workers
-run is in ``tasks.py``.
+No span and no claim row passes through the driver. A task whose worker is lost is run again (Dask
+reschedules it; what it wrote under the run's location stays there, and a map task's new attempt writes
+its pieces apart); a partition that fails twice is named in the run's problems and makes the run exit 1,
+never missing silently. Attempts are counted from the tasks' own events.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,19 +60,18 @@ from citeline.analyzer.run.analyze import (
 from citeline.analyzer.run.judging import human_table
 from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
-from citeline.analyzer.scaleout import board
+from citeline.analyzer.scaleout import board, commit
+from citeline.analyzer.scaleout import plan as cut
 from citeline.analyzer.scaleout import tasks as work
+from citeline.analyzer.scaleout.plan import Cluster, default_out
 from citeline.analyzer.sources import lake as _lake
-from citeline.analyzer.sources.byte_ranges import SPLIT_BYTES, splittable
-from citeline.analyzer.sources.byte_ranges import cut as cut_ranges
-from citeline.analyzer.sources.ingest import PATTERNS, IngestReport, trace_files
+from citeline.analyzer.sources.ingest import IngestReport
 from citeline.analyzer.store import DEFAULT_DB, connect
 from citeline.analyzer.store import views as store_views
 
-T = TypeVar("T")
+__all__ = ["WORKER_CONFIG", "Cluster", "EngineError", "analyze_partitioned", "default_out", "local_cluster"]
 
-#: bytes of trace files one map task reads at most (a file is never cut)
-MAP_BYTES = 256 * 1024 * 1024
+T = TypeVar("T")
 
 
 #: Dask settings a worker should run citeline's partitions with. Its sampling profiler (every 10 ms) and
@@ -119,65 +127,6 @@ def local_cluster(workers: int) -> Any:
         )
 
 
-def _inputs(traces: Sequence[str | Path]) -> tuple[list[tuple[str, int]], list[Problem]]:
-    """Every trace file the run reads, with its size, in the order ingest reads them; what could not be listed."""
-    problems: list[Problem] = []
-    files = [(str(f), f.stat().st_size) for f in trace_files([t for t in traces if not _lake.is_url(t)])]
-    for url in (str(t) for t in traces if _lake.is_url(t)):
-        try:
-            files.extend(_lake.listing(url, PATTERNS))
-        except _lake.LakeError as exc:
-            problems.append(Problem(url, "-", "-", f"{str(exc).removeprefix(f'{url}: ')}; skipped"))
-    return sorted(dict.fromkeys(files)), problems
-
-
-def _map_groups(files: list[tuple[str, int]], tasks: int) -> list[list[int]]:
-    """Cut the files (in order) into ``tasks`` runs of about equal bytes; the file indexes of each."""
-    total = sum(size for _f, size in files) or 1
-    groups: list[list[int]] = [[] for _ in range(tasks)]
-    done = 0
-    for i, (_f, size) in enumerate(files):
-        groups[min(tasks - 1, done * tasks // total)].append(i)
-        done += size
-    return [g for g in groups if g]
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """How a partitioned run is cut and where it runs: never what it finds (that is its :class:`RunOptions`).
-
-    ``scheduler`` is a running scheduler's address (``tcp://host:8786``); without it a LocalCluster of
-    ``workers`` one-thread processes is started and stopped by the run. ``partitions`` (default: four per
-    worker thread), ``map_tasks`` (default: one per 256 MiB of trace files, at least one per worker
-    thread) and ``split_bytes`` (a file larger than this, not gzip, is read in line-aligned byte ranges of
-    about this size by several map tasks; default 64 MiB) change how the run is cut.
-    """
-
-    scheduler: str | None = None
-    workers: int = 2
-    partitions: int | None = None
-    map_tasks: int | None = None
-    out: str | Path | None = None  # where the run's Parquet files go: default_out(db)
-    split_bytes: int | None = None  # a file larger than this is read in line-aligned byte ranges: SPLIT_BYTES
-
-    @classmethod
-    def split(cls, cluster: Cluster | None, settings: dict[str, Any]) -> tuple[Cluster, dict[str, Any]]:
-        """``cluster`` with the keywords among ``settings`` that name its fields over it; the other keywords."""
-        names = {f.name for f in fields(cls)}
-        mine = {k: v for k, v in settings.items() if k in names}
-        return replace(cluster or cls(), **mine), {k: v for k, v in settings.items() if k not in names}
-
-
-def default_out(db: str | Path) -> Path:
-    """Where a partitioned run writes its rows when ``--out`` is not given: a folder beside the store
-    (``citeline.duckdb`` -> ``citeline.duckdb.runs/``), one folder per run in it."""
-    if str(db) == ":memory:":
-        import tempfile
-
-        return Path(tempfile.mkdtemp(prefix="citeline-runs-"))
-    return Path(str(db) + ".runs")
-
-
 def analyze_partitioned(
     db: str | Path = DEFAULT_DB,
     options: RunOptions | None = None,
@@ -202,7 +151,7 @@ def analyze_partitioned(
     if not options.traces:
         raise InputError("--engine dask reads trace files: give --traces (a run over the store is one process)")
     setup = prepare(options)  # the gold set read here once; the workers get it as read
-    files, listing_problems = _inputs(options.traces)
+    files, listing_problems = cut.inputs(options.traces)
     if all(_lake.is_url(t) for t in options.traces) and not files:
         raise nothing_readable(listing_problems)
     watch = Watch(on_phase, on_progress)
@@ -214,7 +163,7 @@ def analyze_partitioned(
     con = connect(db)
     try:
         held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
-        plan = _plan(client, files, listing_problems, cluster, held)
+        plan = cut.make_plan(client, files, listing_problems, cluster, held)
         ctx = _context(con, setup)
         stamp = RunStamp.now()
         if _lake.is_url(str(cluster.out or "")):
@@ -228,92 +177,6 @@ def analyze_partitioned(
         con.close()
         if own:
             close()
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """How this run is cut on the cluster it got: its trace files (path, size) in the order ingest reads
-    them, each map task's files (indexes), the partitions, the cluster's worker processes."""
-
-    files: list[tuple[str, int]]
-    listing_problems: list[Problem]  # what could not be listed in object storage
-    groups: list[list[int]]
-    parts: int
-    workers: int
-    scheduler: str | None
-    skipped: list[str] = field(default_factory=list)  # files the store held at their size: their traces from it
-    #: per map task, per file of its group: None (read whole) or the byte range of a split file it reads
-    ranges: list[list[tuple[int, int] | None]] = field(default_factory=list)
-
-    def rank(self, m: int, k: int) -> int:
-        """The reading order of map task ``m``'s ``k``-th file (or range): a span read twice keeps the first."""
-        r = self.ranges[m][k] if self.ranges else None
-        return self.groups[m][k] * 2**40 + (r[0] if r else 0)
-
-    def split_files(self) -> int:
-        """How many files are read in byte ranges."""
-        return len({i for g, rs in zip(self.groups, self.ranges, strict=True) for i, r in zip(g, rs, strict=True) if r})
-
-    def named(self, m: int) -> list[str]:
-        """Map task ``m``'s files, each split file's range as ``path (bytes A-B)``."""
-        out = []
-        for k, i in enumerate(self.groups[m]):
-            r = self.ranges[m][k] if self.ranges else None
-            out.append(f"{self.files[i][0]} (bytes {r[0]}-{r[1]})" if r else self.files[i][0])
-        return out
-
-
-def _plan(
-    client: Any,
-    files: list[tuple[str, int]],
-    listing_problems: list[Problem],
-    cluster: Cluster,
-    held: set[tuple[str, int]],
-) -> _Plan:
-    threads = max(1, sum(client.nthreads().values()))
-    parts = max(1, cluster.partitions or 4 * threads)
-    todo = [i for i, f in enumerate(files) if f not in held]  # a file the store holds at its size: not read again
-    units = _units(files, todo, SPLIT_BYTES if cluster.split_bytes is None else cluster.split_bytes)
-    total = sum(size for _u, size in units)
-    tasks = max(1, min(len(units), cluster.map_tasks or max(threads, -(-total // MAP_BYTES)))) if units else 0
-    cut = _map_groups([(str(u), size) for u, size in units], tasks) if units else []
-    groups, ranges = _coalesced([[units[k][0] for k in g] for g in cut])
-    skipped = [files[i][0] for i in range(len(files)) if files[i] in held]
-    return _Plan(files, listing_problems, groups, parts, len(client.nthreads()), cluster.scheduler, skipped, ranges)
-
-
-_Unit = tuple[int, tuple[int, int] | None]  # a file's index and None (whole) or a byte range of it
-
-
-def _units(files: list[tuple[str, int]], todo: list[int], split: int) -> list[tuple[_Unit, int]]:
-    """What map tasks read, in order, with its bytes: each file whole, or each range of a file over ``split``."""
-    out: list[tuple[_Unit, int]] = []
-    for i in todo:
-        path, size = files[i]
-        if splittable(path, size, split):
-            out.extend(((i, r), r[1] - r[0]) for r in cut_ranges(size, split))
-        else:
-            out.append(((i, None), size))
-    return out
-
-
-def _coalesced(groups: list[list[_Unit]]) -> tuple[list[list[int]], list[list[tuple[int, int] | None]]]:
-    """Each map task's files and ranges, a file's adjacent ranges in one task read as one range."""
-    files: list[list[int]] = []
-    ranges: list[list[tuple[int, int] | None]] = []
-    for g in groups:
-        fs: list[int] = []
-        rs: list[tuple[int, int] | None] = []
-        for i, r in g:
-            last = rs[-1] if rs else None
-            if r is not None and last is not None and fs[-1] == i and last[1] == r[0]:
-                rs[-1] = (last[0], r[1])
-                continue
-            fs.append(i)
-            rs.append(r)
-        files.append(fs)
-        ranges.append(rs)
-    return files, ranges
 
 
 def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
@@ -332,13 +195,13 @@ def _context(con: duckdb.DuckDBPyConnection, setup: Setup) -> work.Context:
 
 @dataclass
 class _Tasks:
-    """The run's tasks as submitted: each map task's pieces and metadata, the context, the reduces."""
+    """The run's tasks as submitted: the map tasks (until the driver has their results), the context, the
+    reduces and each partition's pieces (paths)."""
 
-    pieces: list[list[Any]]
-    metas: list[Any]
-    shipped: Any
+    maps: list[Any]
+    shipped: Any = None
     reduces: dict[Any, int] = field(default_factory=dict)
-    wanted: dict[int, list[Any]] = field(default_factory=dict)
+    wanted: dict[int, list[str]] = field(default_factory=dict)  # each partition's pieces (paths)
 
 
 @dataclass
@@ -347,7 +210,7 @@ class _Driver:
     what it has read so far, and its own timings."""
 
     setup: Setup
-    plan: _Plan
+    plan: cut.Plan
     client: Any
     con: duckdb.DuckDBPyConnection
     watch: Watch
@@ -387,13 +250,16 @@ class _Driver:
         )
         self.report.paths = [f for f, _s in plan.files]
         self.report.files_skipped_unchanged = self.incremental["skipped_files"] = len(plan.skipped)
-        self._read_maps(tasks.metas)
-        earlier = self._timed("store_spans", self._earlier)
-        self._reduce(tasks, ctx, earlier)
-        watch.phase(f"classifying {plan.parts} partition(s)")
-        tallies, failed, orphaned = self._collect(tasks)
-        watch.phase("storing the run")
-        self._timed("commit", self._commit, failed)
+        try:
+            pieces = self._read_maps(tasks)
+            earlier = self._timed("store_spans", self._earlier)
+            self._reduce(tasks, ctx, earlier, pieces)
+            watch.phase(f"classifying {plan.parts} partition(s)")
+            tallies, failed, orphaned = self._collect(tasks)
+            watch.phase("storing the run")
+            self._timed("commit", self._commit, failed)
+        finally:  # the span pieces are intermediate: the run's spans are its partitions' files
+            shutil.rmtree(self.run_dir / work.PIECES, ignore_errors=True)
         result = self._timed("finish", self._finish, tallies, failed, orphaned)
         result.engine["seconds"] = self.seconds  # each task's own timings and the driver's storing: bench/scaleout.py
         result.engine["sampling_workers"] = _sampling_workers(self.client)
@@ -417,22 +283,14 @@ class _Driver:
             )
             for m, g in enumerate(plan.groups)
         ]
-        pieces = [
-            [client.submit(work.piece, mf, p, key=f"{prefix}-piece-{m}-{p}") for p in range(parts)]
-            for m, mf in enumerate(maps)
-        ]
-        metas = [client.submit(work.meta, mf, key=f"{prefix}-meta-{m}") for m, mf in enumerate(maps)]
-        del maps  # the scheduler keeps each map task while its pieces are wanted: one lost is made again
-        return _Tasks(pieces, metas, None)
+        return _Tasks(maps)
 
-    def _reduce(self, tasks: _Tasks, ctx: work.Context, earlier: str | None) -> None:
-        """Every partition's reduce, on the pieces of the map tasks that gave theirs (a map task that failed
-        twice feeds none: the partitions run on the others' spans)."""
+    def _reduce(self, tasks: _Tasks, ctx: work.Context, earlier: str | None, pieces: dict[int, dict[int, str]]) -> None:
+        """Every partition's reduce, on the pieces of the map tasks that gave theirs (``pieces``: per map task
+        whose result the driver took, its pieces' paths by partition; a map task that failed twice feeds none:
+        the partitions run on the others' spans). A task per partition: the pieces go by path."""
         client, prefix, parts, out = self.client, self.prefix, self.plan.parts, self.out(earlier)
-        good = [r for m, r in enumerate(tasks.pieces) if m not in self.lost_maps]
-        for m in self.lost_maps:
-            client.cancel(tasks.pieces[m])
-        tasks.wanted = {p: [r[p] for r in good] for p in range(parts)}
+        tasks.wanted = {p: [pieces[m][p] for m in sorted(pieces) if p in pieces[m]] for p in range(parts)}
         # the context as a task, not scattered data: a worker lost with the only copy of scattered data loses it
         # for good, while a task's result is made again; each worker fetches it once and keeps it for the run.
         # Submitted after the map phase: a worker that dies twice under a map task takes no other task with it
@@ -450,7 +308,6 @@ class _Driver:
             ): p
             for p in range(parts)
         }
-        tasks.pieces = []
 
     def _timed(self, what: str, fn: Callable[..., T], *args: Any) -> T:
         t, c, own = time.perf_counter(), time.process_time(), time.thread_time()
@@ -462,12 +319,15 @@ class _Driver:
             self.seconds["driver_cpu"] += time.process_time() - c
         return got
 
-    def _read_maps(self, metas: list[Any]) -> None:
-        """Each map task's ingested_files into the store, its file_traces file noted; a map task that failed
-        twice named with its files (the partitions run without them)."""
+    def _read_maps(self, tasks: _Tasks) -> dict[int, dict[int, str]]:
+        """Each map task's ingested_files into the store, its file_traces file noted, its pieces' paths taken (by
+        partition: only these are read, whatever another attempt of it wrote); a map task that failed twice named
+        with its files (the partitions run without them). The map tasks are let go as their results come: a
+        worker lost later costs no map task made again."""
         report, groups = self.report, self.plan.groups
         ranges: list[dict[str, Any]] = []
-        for m, meta_f in enumerate(metas):
+        pieces: dict[int, dict[int, str]] = {}
+        for m, meta_f in enumerate(tasks.maps):
             try:
                 meta = meta_f.result()
             except Exception as exc:  # noqa: BLE001 - the task's own error, named in the run's problems
@@ -486,15 +346,19 @@ class _Driver:
                     )
                 )
             else:
-                self._timed("store_ingest", _store_ingest, self.con, meta, report)
+                self._timed("store_ingest", commit.store_ingest, self.con, meta, report)
                 if meta["file_traces_rows"]:
                     self.files.setdefault("file_traces", []).append((meta["file_traces"], meta["file_traces_rows"]))
                 ranges.append(meta)
+                pieces[m] = meta["pieces"]
                 self.seconds["map"].append(meta["seconds"])
+            meta_f.release()
             self.watch.tick("reading trace files", m + 1, len(groups))
         if any(meta.get("ranges") for meta in ranges):
             self._timed("store_ingest", self._store_split_files, ranges)
         report.problems.extend(self.plan.listing_problems)
+        tasks.maps = []
+        return pieces
 
     def _store_split_files(self, metas: list[dict[str, Any]]) -> None:
         """The files read in byte ranges, each as one whole file: its ingested_files row (lines, spans and bad
@@ -523,7 +387,7 @@ class _Driver:
         ranged = [meta["file_traces_ranges"][0] for meta in metas if meta.get("file_traces_ranges", ("", 0))[1]]
         if ranged:
             path = self.out().path("file_traces", "ranges")
-            n = work.write(self.con, f"SELECT DISTINCT * FROM read_parquet({_literal_list(ranged)})", path)
+            n = work.write(self.con, f"SELECT DISTINCT * FROM read_parquet({commit.literal_list(ranged)})", path)
             self.files.setdefault("file_traces", []).append((path, n))
         for meta in metas:
             if "file_traces_ranges" in meta:
@@ -558,7 +422,8 @@ class _Driver:
         self.incremental["joined_traces"] = int(joined)
         if con.execute("SELECT count(*) FROM t_earlier").fetchall()[0][0]:
             con.execute(
-                f"COPY t_earlier TO {_literal(str(folder))} (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (part))"
+                f"COPY t_earlier TO {commit.literal(str(folder))} "
+                "(FORMAT parquet, COMPRESSION zstd, PARTITION_BY (part))"
             )
         for t in ("t_new_traces", "t_run_traces", "t_earlier"):
             con.execute(f"DROP TABLE {t}")
@@ -590,7 +455,7 @@ class _Driver:
                     if rows:
                         self.files.setdefault(table, []).append((path, rows))
                 self.report.spans_added += out["written"]["spans"][1]
-                self._timed("store_rows", _store_rows, self.con, self.stamp.run_id, out)
+                self._timed("store_rows", commit.store_rows, self.con, self.stamp.run_id, out)
                 self.seconds["reduce"].append({**out["seconds"], "traces": out["tally"].traces})
                 tallies.append(out["tally"])
                 orphaned += out["orphaned"]
@@ -637,7 +502,7 @@ class _Driver:
         attempts = _attempts(self.client, self.prefix)
         label_errors = human_table(con, self.setup.options.labels)
         joining.gold_tables(con, self.setup.evidence.gold)
-        _merge_skipped_text(con, run_id)
+        commit.merge_skipped_text(con, run_id)
         tally = sum(tallies, Tally())
         report.problems.extend(tally.problems())
         report.problems.extend(self._lost(failed))
@@ -695,14 +560,6 @@ class _Driver:
         return out
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _literal_list(texts: list[str]) -> str:
-    return "[" + ", ".join(_literal(t) for t in texts) + "]"
-
-
 def _sampling_workers(client: Any) -> int | None:
     """How many of the cluster's workers run without :data:`WORKER_CONFIG` (Dask's profiler or its 20 ms
     tick): the same rows, about a third slower. None (unknown, not "none") when they cannot be asked."""
@@ -734,50 +591,3 @@ def _attempts(client: Any, prefix: str) -> dict[str, dict[int, int]]:
             if msg.get("run") == prefix:  # a cluster's events are all its runs': this run's own
                 out[kind][int(msg[key])] = out[kind].get(int(msg[key]), 0) + 1
     return out
-
-
-def _store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: IngestReport) -> None:
-    """One map task's ingested_files into the store (a row per file; its file_traces it wrote itself), and its
-    report into the run's."""
-    held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
-    fresh = [row for row in meta["ingested"] if (str(row[0]), int(row[1])) not in held]  # read again: recorded once
-    if fresh:
-        con.executemany("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)", fresh)
-    got: IngestReport = meta["report"]
-    report.files += got.files
-    report.bytes += got.bytes
-    report.problems.extend(got.problems)
-    dropped = set(meta["files"]) - set(got.paths)  # files ingest skipped whole (not a trace file, broken gzip)
-    report.paths = [p for p in report.paths if p not in dropped]
-
-
-def _store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]) -> None:
-    """One partition's small rows (work.SENT_TABLES) under the run's id (its judgments are files of the run's
-    shared judgment set, registered at the commit)."""
-    for table, data in out["rows"].items():  # names from work.SENT_TABLES, never user input
-        con.register("_rows", work.arrow(data))
-        if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
-            _store_once(con, table, run_id)
-        else:
-            con.execute(f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM _rows", {"r": run_id})
-        con.unregister("_rows")
-
-
-def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
-    """Rows of ``_rows`` the run does not hold yet (each partition gives the gold-derived rows again)."""
-    con.execute(
-        f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM "
-        f"(SELECT DISTINCT * FROM _rows EXCEPT SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r)",
-        {"r": run_id},
-    )
-
-
-def _merge_skipped_text(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)."""
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE t_skipped AS SELECT kind, sum(units)::BIGINT AS units FROM run_skipped_text "
-        "WHERE run_id = $r GROUP BY kind",
-        {"r": run_id},
-    )
-    con.execute("DELETE FROM run_skipped_text WHERE run_id = $r", {"r": run_id})
-    con.execute("INSERT INTO run_skipped_text BY NAME SELECT $r AS run_id, * FROM t_skipped", {"r": run_id})

@@ -1,8 +1,9 @@
 """What a partitioned run's workers do (analyzer/scaleout/partitioned.py drives them): map and reduce tasks.
 
 Each task is a plain function of picklable arguments, run by a Dask worker: ``map_files`` ingests a
-share of the trace files into a DuckDB in memory and cuts the spans into Parquet pieces by
-``hash(trace_id)``; ``reduce_partition`` runs ``analyze`` over one partition's pieces with the
+share of the trace files into a DuckDB in memory, cuts the spans into Parquet pieces by ``hash(trace_id)``
+and writes them under the run's location (its own folder per attempt), handing back only their paths;
+``reduce_partition`` reads one partition's pieces by path and runs ``analyze`` over them with the
 run's context (the driver's ``RunOptions`` with its gold set as read, labels, cached judgments),
 shipped once per worker and laid out on its disk once. Each task records its start as a Dask event,
 so the driver counts attempts.
@@ -16,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,8 @@ WRITTEN_TABLES = ("claim_results", "case_results", "unmatched_traces", "run_span
 #: partition gives again (bounded by the gold set, not by the traces)
 SENT_TABLES = ("run_skipped_text", "run_chunks", "run_support")
 RESULT_TABLES = WRITTEN_TABLES + SENT_TABLES
+#: the run's folder of span pieces (map -> reduce): intermediate, removed once the run is committed
+PIECES = "pieces"
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,11 @@ class Output:
 
     def path(self, table: str, name: str) -> str:
         return str(Path(self.run_dir) / table / f"{name}.parquet")
+
+    def pieces(self, task: int, attempt: str) -> Path:
+        """Where one attempt of map task ``task`` writes its span pieces: a folder of its own, so an attempt that
+        died half-way or whose result was made again is never mixed with the attempt the driver took."""
+        return Path(self.run_dir) / PIECES / f"map-{task:05d}-{attempt}"
 
 
 def _quote(text: str) -> str:
@@ -179,9 +188,10 @@ def map_files(
     out: Output,
     ranges: list[tuple[int, int] | None] | None = None,
 ) -> dict[str, Any]:
-    """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition, each file's
-    traces written under the run's location. ``ranges``: per file, None (read whole) or the byte range
-    whose lines this task reads (sources/byte_ranges.py)."""
+    """Ingest ``files`` into a DuckDB in memory; the spans as one Parquet piece per partition and each file's
+    traces, written under the run's location; back to the driver only metadata: each piece's path (by
+    partition), the files' ``ingested_files`` rows, the ingest report. ``ranges``: per file, None (read whole)
+    or the byte range whose lines this task reads (sources/byte_ranges.py)."""
     _event(MAP_EVENTS, {"run": run, "task": task})
     t0, c0 = time.perf_counter(), time.process_time()
     con = connect(":memory:")
@@ -200,13 +210,9 @@ def map_files(
             "LEFT JOIN t_rank AS r ON r.path = s.source_file",
             params={"parts": parts},
         ).to_arrow_table()
-        import pyarrow.compute as pc  # type: ignore[import-untyped]
-
-        pieces: list[bytes | None] = []
-        for p in range(parts):
-            piece = spans.filter(pc.equal(spans["part"], p)).drop_columns(["part"])
-            pieces.append(parquet(piece) if piece.num_rows else None)
+        pieces = _write_pieces(spans, out.pieces(task, uuid.uuid4().hex[:12]))
         meta = {
+            "pieces": pieces,
             "files": files,
             "report": report,
             **_file_traces(con, out, task, [r["path"] for r in range_rows]),
@@ -219,7 +225,27 @@ def map_files(
         con.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    return {"pieces": pieces, "meta": meta}
+    return meta
+
+
+def _write_pieces(spans: Any, folder: Path) -> dict[int, str]:
+    """``spans`` (with their ``part``) as one Parquet file per partition that has any, in ``folder``: the path of
+    each, by partition. The spans keep their order within a partition (a stable sort by partition)."""
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ordered = spans.take(pc.sort_indices(spans, sort_keys=[("part", "ascending")]))
+    out: dict[int, str] = {}
+    at = 0
+    for count in pc.value_counts(ordered["part"]).to_pylist() if ordered.num_rows else []:
+        rows = int(count["counts"])
+        part = int(count["values"])
+        path = str(folder / f"part-{part:05d}.parquet")
+        pq.write_table(ordered.slice(at, rows).drop_columns(["part"]), path, compression="zstd")
+        out[part] = path
+        at += rows
+    return out
 
 
 def _file_traces(con: duckdb.DuckDBPyConnection, out: Output, task: int, split: list[str]) -> dict[str, Any]:
@@ -241,28 +267,18 @@ def _file_traces(con: duckdb.DuckDBPyConnection, out: Output, task: int, split: 
     return got
 
 
-def piece(out: dict[str, Any], part: int) -> bytes | None:
-    piece: bytes | None = out["pieces"][part]
-    return piece
+def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[str], earlier: Any = None) -> Any:
+    """A partition's spans from its map pieces (Parquet files, by path), each span once (a span read in two map
+    tasks, the same line in two files, keeps the first file's reading); as one Arrow table, or None.
 
-
-def meta(out: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = out["meta"]
-    return meta
-
-
-def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes], earlier: Any = None) -> tuple[Any, list[bytes]]:
-    """A partition's spans from its map pieces, each span once (a span read in two map tasks, the same
-    line in two files, keeps the first file's reading); as one Arrow table and as Parquet pieces.
-
-    Spans read twice are rare: when there are none the pieces go back as they came, not written again.
     ``earlier`` (the spans of these traces the store held before the run, ``file_rank`` -1) come first.
     """
     if not pieces and earlier is None:
-        return None, []
+        return None
     import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq
 
-    tables = [arrow(p) for p in pieces]
+    tables = [pq.read_table(p) for p in pieces]
     if earlier is not None:
         tables = [earlier.cast(tables[0].schema) if tables else earlier, *tables]
     table = pa.concat_tables(tables)
@@ -270,12 +286,11 @@ def first_readings(con: duckdb.DuckDBPyConnection, pieces: list[bytes], earlier:
     try:
         (twice,) = con.execute("SELECT count(*) - count(DISTINCT (trace_id, span_id)) FROM _pieces").fetchall()[0]
         if not twice:
-            return table, pieces if earlier is None else [parquet(table)]
-        kept = con.sql(
+            return table
+        return con.sql(
             "SELECT * EXCLUDE (n) FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, span_id "
             "ORDER BY file_rank) AS n FROM _pieces) WHERE n = 1"
         ).to_arrow_table()
-        return kept, [parquet(kept)]
     finally:
         con.unregister("_pieces")
 
@@ -293,11 +308,11 @@ def _earlier(con: duckdb.DuckDBPyConnection, out: Output, part: int) -> Any:
     ).to_arrow_table()
 
 
-def _load(con: duckdb.DuckDBPyConnection, out: Output, part: int, pieces: list[bytes | None]) -> int:
-    """The partition's spans into ``con``'s spans (each once, the store's earlier ones first); the spans this
-    run read that the store did not hold written under the run's location. How many it wrote."""
-    present = [p for p in pieces if p is not None]
-    kept, _back = first_readings(con, present, _earlier(con, out, part))
+def _load(con: duckdb.DuckDBPyConnection, out: Output, part: int, pieces: list[str]) -> int:
+    """The partition's spans into ``con``'s spans (each once, the store's earlier ones first) from its pieces
+    (the paths the driver took from the map tasks' results); the spans this run read that the store did not
+    hold written under the run's location. How many it wrote."""
+    kept = first_readings(con, pieces, _earlier(con, out, part))
     if kept is None:
         return 0
     con.register("_kept", kept)
@@ -310,7 +325,7 @@ def _load(con: duckdb.DuckDBPyConnection, out: Output, part: int, pieces: list[b
         con.unregister("_kept")
 
 
-def spans_only(run: str, part: int, pieces: list[bytes | None], out: Output) -> int:
+def spans_only(run: str, part: int, pieces: list[str], out: Output) -> int:
     """A partition whose classification failed twice: its spans written all the same, as ingest would have
     stored them; how many."""
     con = connect(":memory:")
@@ -327,8 +342,9 @@ _ORPHANED = (
 )
 
 
-def reduce_partition(run: str, part: int, pieces: list[bytes | None], ctx: Context, out: Output) -> dict[str, Any]:
-    """Run ``analyze`` over one partition's spans on this worker; its spans and rows written under the run's
+def reduce_partition(run: str, part: int, pieces: list[str], ctx: Context, out: Output) -> dict[str, Any]:
+    """Run ``analyze`` over one partition's spans (its pieces, by path) on this worker; its spans and rows written
+    under the run's
     location (:data:`WRITTEN_TABLES`), and back to the driver only counts, tallies, the small rows
     (:data:`SENT_TABLES`); its new judgments go to the run's shared judgment set (``board.py``) as it asks them."""
     _event(REDUCE_EVENTS, {"run": run, "partition": part})
