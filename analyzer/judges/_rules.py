@@ -117,25 +117,18 @@ class _Text:
         """Where each kind of cue ends (one scan); the words each governs are read when first asked."""
         return _cue_ends(self.text)
 
-    def _governed(self, kind: str) -> frozenset[str]:
-        key = "governed " + kind  # read once, kept beside the cached properties
-        got: frozenset[str] | None = self.__dict__.get(key)
-        if got is None:
-            ends = self._cues.get(kind)
-            got = self.__dict__[key] = _governed_after(self.text, ends) if ends else _NOTHING
-        return got
-
-    @property
+    # the words each kind of cue governs, read when first asked (most evidence sentences never are)
+    @cached_property
     def negated(self) -> frozenset[str]:  # stemmed words a negator governs
-        return self._governed("negated")
+        return _governed_after(self.text, self._cues.get("negated"))
 
-    @property
+    @cached_property
     def may(self) -> frozenset[str]:
-        return self._governed("may")
+        return _governed_after(self.text, self._cues.get("may"))
 
-    @property
+    @cached_property
     def must(self) -> frozenset[str]:
-        return self._governed("must")
+        return _governed_after(self.text, self._cues.get("must"))
 
 
 _NOT_A_WORD = frozenset({""})
@@ -162,8 +155,10 @@ def _cue_ends(t: str) -> dict[str, list[int]]:
     return found
 
 
-def _governed_after(t: str, ends: list[int]) -> frozenset[str]:
+def _governed_after(t: str, ends: list[int] | None) -> frozenset[str]:
     """The stemmed words cues ending at ``ends`` govern: the next few content words of each one's clause."""
+    if not ends:
+        return _NOTHING
     out: set[str] = set()
     for at in ends:
         end = _CLAUSE_END.search(t, at, at + 80)
