@@ -286,3 +286,28 @@ def number_agreement(a: str, b: str) -> float:
 def lexical_similarity(a: str, b: str) -> float:
     """Word overlap ignoring numbers (so '60 days' still meets the '30 days' claim it gets wrong)."""
     return overlap(stems(a), stems(b))
+
+
+# A sentence ends at . ! ? or a line break; "Dec." "U.S." "Mr." and initials do not end one (see split_sentences).
+_SENT_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|\s*\n+\s*")
+# every place _SENT_END can match is one of these (opening with a character class, it is found fast)
+_MAY_END = re.compile(r"[.!?][\"'”’)\]]?\s|\n")
+_SHORT_TAIL = re.compile(r"(?:\b[A-Za-z]{1,3}|\b(?:[A-Z]\.)+)\.$")
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences, keeping abbreviations and initials inside theirs."""
+    if _MAY_END.search(text) is None:  # no place a sentence can end inside it (most claims): one sentence
+        return [text] if text.strip() else []
+    return split_sentences(text)
+
+
+def split_sentences(text: str) -> list[str]:
+    parts = [p for p in _SENT_END.split(text) if p and p.strip()]
+    out: list[str] = []
+    for p in parts:
+        if out and _SHORT_TAIL.search(out[-1]) and not out[-1].endswith(("!", "?")):
+            out[-1] = f"{out[-1]} {p}"
+        else:
+            out.append(p)
+    return out

@@ -34,11 +34,11 @@ from citeline.analyzer.judges import (  # noqa: E402
     JudgeItem,
     RulesJudge,
     _qualifiers,
-    _rules,
+    _reading,
     _structure,
 )
-from citeline.analyzer.judges._rules import sentences  # noqa: E402
 from citeline.analyzer.labels.calibrate import examples  # noqa: E402
+from citeline.analyzer.text import sentences  # noqa: E402
 
 
 def passages() -> list[str]:
@@ -88,9 +88,9 @@ def pairs(n: int, unique: bool, seed: int = 7) -> list[JudgeItem]:
 def time_judge(items: list[JudgeItem], judge: object) -> float:
     """One timed pass from cold caches (this process's; worker processes start cold anyway)."""
     for cached in (
-        _rules._read_passage,
-        _rules._passage_vocab,
-        _rules._names,
+        _reading.read_passage,
+        _reading.passage_vocab,
+        _reading.names,
         _text.value_spans,
         *(getattr(_qualifiers, f) for f in _qualifiers.CACHED),
         *(getattr(_structure, f) for f in _structure.CACHED),

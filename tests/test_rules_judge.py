@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citeline.analyzer.judges import JudgeItem, RulesJudge, ident, load
-from citeline.analyzer.judges._rules import sentences
 from citeline.analyzer.labels.calibrate import calibrate
+from citeline.analyzer.text import sentences
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -480,9 +480,9 @@ def test_judging_a_batch_pauses_the_cycle_collector_and_gives_it_back_as_it_was(
 @given(st.text(alphabet=st.sampled_from(list("ab Z.!?\n\t\u00a0\"'”’)]:1")), max_size=40))
 def test_one_sentence_claims_skip_the_split_and_read_the_same(text: str) -> None:
     """A text with no place a sentence can end (most claims) is not split: the same sentences either way."""
-    from citeline.analyzer.judges._rules import _split_sentences
+    from citeline.analyzer.text import split_sentences
 
-    assert sentences(text) == _split_sentences(text)
+    assert sentences(text) == split_sentences(text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -494,14 +494,15 @@ def test_a_claims_cues_are_read_only_where_its_window_can_differ(claim: list[str
     """The modality rule reads the claim's may / must only when its window says one without the other; the
     verdict is the one read with every cue of both (the rule as written: must against only may, or may
     against only must, on words they share)."""
-    from citeline.analyzer.judges._rules import _modality_differs, _read, _Window
+    from citeline.analyzer.judges._reading import Window, read
+    from citeline.analyzer.judges._rules import _modality_differs
 
-    c, e = _read(" ".join(claim)), _read(" ".join(evidence))
-    w = _Window((e,))
+    c, e = read(" ".join(claim)), read(" ".join(evidence))
+    w = Window((e,))
     c_may, c_must = c.may & w.words, c.must & w.words
     e_may, e_must = w.governed("may") & c.words, w.governed("must") & c.words
     expected = bool((c_must and e_may and not e_must) or (c_may and e_must and not e_may))
-    assert _modality_differs(_read(" ".join(claim)), w, w.words) is expected
+    assert _modality_differs(read(" ".join(claim)), w, w.words) is expected
 
 
 _CUE_WORDS = (
@@ -518,11 +519,11 @@ def test_cue_scans_led_by_their_first_letters_find_what_the_plain_patterns_find(
     with (text.led_by): the same matches, kinds and spans as the plain patterns."""
     import re
 
-    from citeline.analyzer.judges import _rules
+    from citeline.analyzer.judges import _reading, _rules
 
     text = "".join(parts)
     for led, plain in (
-        (_rules._CUES, re.compile(_rules._CUES.pattern.split("(?:", 1)[1][:-1])),
+        (_reading.CUES, re.compile(_reading.CUES.pattern.split("(?:", 1)[1][:-1])),
         (_rules._JOINS, re.compile(r";|\b(?:and|but|while|whereas)\b")),
     ):
         assert [(m.lastgroup, m.span()) for m in led.finditer(text)] == [
@@ -548,9 +549,9 @@ def test_a_window_of_one_candidate_is_the_one_the_greedy_cover_takes(
 ) -> None:
     """A claim sentence that shares anything with one evidence sentence only takes it as its window without
     running the greedy cover: the same window the cover gives."""
-    from citeline.analyzer.judges._rules import _align, _cover, _read
+    from citeline.analyzer.judges._reading import align, cover, read
 
-    c = _read(" ".join(claim))
-    p = [_read(" ".join(s) + ".") for s in passage]
+    c = read(" ".join(claim))
+    p = [read(" ".join(s) + ".") for s in passage]
     units = [(i, u) for i, u in ((i, s.units & c.units) for i, s in enumerate(p)) if u]
-    assert [p.index(s) for s in _align(c, p, most).sentences] == _cover(units, c.units, most)
+    assert [p.index(s) for s in align(c, p, most).sentences] == cover(units, c.units, most)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from citeline.analyzer.judges._api import BaseJudge, JudgeItem, Judgment, as_item
-from citeline.analyzer.judges._rules import sentences
+from citeline.analyzer.text import sentences
 from citeline.instrumentation.settings import NLI_MODEL
 
 _ALIASES = {

@@ -29,8 +29,7 @@ from typing import Any
 
 from citeline.analyzer.claims.splitter import markers
 from citeline.analyzer.judges import LABELS, Judge, JudgeItem, ident, judge_all
-from citeline.analyzer.judges._rules import sentences
-from citeline.analyzer.text import values
+from citeline.analyzer.text import sentences, values
 
 _SUPPORTED = {"entailed", "supported", "complete", "attributable", "true", "1", "yes", "faithful", "correct"}
 _UNSUPPORTED = {
