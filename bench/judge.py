@@ -10,7 +10,9 @@ against one to three passages. Two shapes are timed:
   answers, as in a real run): the judge reads each passage once;
 - ``unique``: every pair's evidence text is distinct (a marker word per pair), so nothing is reused.
 
-Also the baseline: rules v1 (the whole-evidence judge this one replaced), on the same pairs.
+Also the baseline: rules v1 (the whole-evidence judge this one replaced), on the same pairs; and the default
+version's two paths on one core: ``judge`` one item at a time (the oracle) and ``judge_many``'s batch (each
+distinct claim read once, each tuple of cited texts put together once), their answers checked equal.
 
     .venv/bin/python bench/judge.py [--n 100000] [--runs 3] [--shapes shared,unique]
 """
@@ -118,6 +120,27 @@ def time_both(items: list[JudgeItem], judge: object) -> tuple[float, float]:
 NEW, OLD = "4", "3"  # the default rules version and the one it replaced
 
 
+def per_item_and_batch(items: list[JudgeItem], runs: int) -> str:
+    """CPU per pair of the per-item oracle and of the batch, alternating, in this process (no pool); the
+    answers compared, label and rationale."""
+    judge = RulesJudge(version=NEW, workers=1)
+    cpus: dict[str, list[float]] = {"per item": [], "batch": []}
+    answers: dict[str, list[object]] = {}
+    for _ in range(runs):
+        for mode, taken in cpus.items():
+            time_judge([], judge)  # cold caches, as every timed pass starts
+            cpu = cpu_seconds()
+            answers[mode] = judge.judge_many(items) if mode == "batch" else [judge.judge(*it) for it in items]
+            taken.append(cpu_seconds() - cpu)
+    med = {m: statistics.median(c) for m, c in cpus.items()}
+    same = answers["per item"] == answers["batch"]
+    return (
+        f"  rules@{NEW} on one core: per item {1e6 * med['per item'] / len(items):.1f} us/pair, batch "
+        f"{1e6 * med['batch'] / len(items):.1f} us/pair (CPU medians of {runs}; batch / per item "
+        f"{med['batch'] / med['per item']:.3f}); answers {'equal' if same else 'DIFFER'} on {len(items):,} pairs"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=100_000)
@@ -158,6 +181,7 @@ def main() -> None:
             f"{'met' if med[NEW] < 30 else 'NOT met'}; baseline rules@1: {args.baseline_n / v1:,.0f} pairs/s "
             f"({args.n / med[NEW] / (args.baseline_n / v1):.2f}x)"
         )
+        print(per_item_and_batch(items, args.runs))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from citeline.analyzer.judges import JudgeItem, Judgment
-from citeline.analyzer.judges._rules import _facts
+from citeline.analyzer.judges._rules import _Claim, _facts
 from citeline.analyzer.text import Value, _comparable, _content_words, _same_value, _show, _stem, fold, values
 
 # round 1 compared negation and may/must anywhere in the whole evidence: kept here as it was
@@ -74,7 +74,7 @@ class RulesJudgeV1:
         ratio = _shared_ratio(claim, ev)
         verdict = (
             _quote_missing(quotes or [], ev_fold)
-            or _facts(claim, facts or [])  # the gold-fact check is the same in v1 and v2
+            or _facts(_Claim(claim, False), facts or [])  # the gold-fact check is the same in v1 and v2
             or _values_differ(values(claim), values(ev))
             or _wording_differs(claim_fold, ev_fold, ratio)
         )

@@ -450,13 +450,13 @@ def test_judging_a_batch_pauses_the_cycle_collector_and_gives_it_back_as_it_was(
     judge = RulesJudge(workers=1)
     items = [JudgeItem("The fee is 5 dollars.", ["The fee is 5 dollars a month."])]
     seen: list[bool] = []
-    real = judge.judge
+    real = judge._decide  # what the batch asks of each item
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    judge.judge = spy  # type: ignore[method-assign]
+    judge._decide = spy  # type: ignore[method-assign]
     assert gc.isenabled()
     assert [j.label for j in judge.judge_many(items)] == ["entailed"]
     assert seen == [False] and gc.isenabled()
@@ -470,7 +470,7 @@ def test_judging_a_batch_pauses_the_cycle_collector_and_gives_it_back_as_it_was(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("judge failed")
 
-    judge.judge = boom  # type: ignore[method-assign]
+    judge._decide = boom  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
         judge.judge_many(items)
     assert gc.isenabled()

@@ -26,7 +26,7 @@ with the labelled example that motivates it; in short, in order:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -145,12 +145,14 @@ class RulesJudge(BaseJudge):
         }
 
     def judge_many(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-        """Large batches are judged on every core: items citing the same evidence go to the same process,
-        and each process is sent each evidence text once (not once per item citing it)."""
+        """A batch is judged with each distinct claim read once and each distinct set of cited texts put
+        together once, for every item sharing it (``judge`` is the same decision for one item, and the oracle
+        the batch is held equal to). Large batches are judged on every core: items citing the same evidence
+        go to the same process, and each process is sent each evidence text once (not once per item)."""
         items = [as_item(it) for it in items]
         if self.workers <= 1 or len(items) < PARALLEL_MIN:
             with _workers.collector_paused():
-                return [self.judge(*it) for it in items]
+                return self._batch((it.claim, tuple(it.evidence), it.facts, it.quotes) for it in items)
         order = sorted(range(len(items)), key=lambda i: tuple(items[i].evidence))
         size = -(-len(order) // (self.workers * 4))
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
@@ -172,10 +174,33 @@ class RulesJudge(BaseJudge):
     def judge(
         self, claim: str, evidence: Sequence[str], facts: Sequence[str] = (), quotes: Sequence[str] = ()
     ) -> Judgment:
-        evidence = [e for e in evidence if e and e.strip()]
-        if not evidence:
+        return self._decide(_Claim(claim, self._v3), _Cited(evidence), facts, quotes)
+
+    def _batch(self, items: Iterable[tuple[str, tuple[str, ...], Sequence[str], Sequence[str]]]) -> list[Judgment]:
+        """The items' answers, in order: the items of each distinct claim judged together from one reading of
+        it (dropped after them: a run's claims are mostly distinct, its evidence is not), and each tuple of
+        cited texts put together once for the whole batch."""
+        items = list(items)
+        by_claim: dict[str, list[int]] = {}
+        for i, it in enumerate(items):
+            by_claim.setdefault(it[0], []).append(i)
+        cited: dict[tuple[str, ...], _Cited] = {}
+        out: list[Judgment] = [_UNSET] * len(items)
+        for claim, at in by_claim.items():
+            c = _Claim(claim, self._v3)
+            for i in at:
+                _, evidence, facts, quotes = items[i]
+                e = cited.get(evidence)
+                if e is None:
+                    e = cited[evidence] = _Cited(evidence)
+                out[i] = self._decide(c, e, facts, quotes)
+        return out
+
+    def _decide(self, claim: _Claim, cited: _Cited, facts: Sequence[str], quotes: Sequence[str]) -> Judgment:
+        """Rules 1-8 for one item, from its claim's and its evidence's readings."""
+        if not cited.texts:
             return Judgment("not_applicable", "no evidence text to judge against")
-        whole = fold(" ".join(evidence)) if quotes else ""
+        whole = fold(cited.joined) if quotes else ""
         for q in quotes:
             if q and fold(q) not in whole:
                 return Judgment("contradicted", f"quote {q!r} does not occur in the cited evidence")
@@ -183,13 +208,8 @@ class RulesJudge(BaseJudge):
             verdict = _facts(claim, facts)
             if verdict is not None:
                 return verdict
-        passage = [s for e in evidence for s in read_passage(e)]
-        all_tokens = Vocab(evidence)
-        joined = " ".join(evidence)
-        parts = [(s, read(s)) for s in sentences(claim)]
-        # a sentence that states nothing checkable ("Yes, I love that movie!") is not judged, unless it is all
-        checkable = [p for p in parts if states_something(*p, self._v3)] or parts
-        verdicts = [self._sentence(s, read, passage, all_tokens, joined) for s, read in checkable] or [
+        passage, all_tokens, joined = cited.passage, cited.vocab, cited.joined
+        verdicts = [self._sentence(s, read, passage, all_tokens, joined) for s, read in claim.checkable()] or [
             Judgment("insufficient", "the claim has no text")
         ]
         for label in ("contradicted", "insufficient"):
@@ -296,6 +316,7 @@ _JOINS = led_by(";abw", r";|\b(?:and|but|while|whereas)\b")
 
 
 _DEFAULTS: dict[str, dict[str, Any]] = {}
+_UNSET = Judgment("not_applicable", "not judged")  # a batch's placeholder, each replaced before it returns
 PARALLEL_MIN = 4000  # below this, starting processes costs more than it saves
 
 
@@ -303,12 +324,9 @@ def _judge_chunk(job: tuple[dict[str, Any], list[str], list[tuple[str, list[int]
     """One worker's share: items name their evidence by its index in ``texts``; answers go back as tuples."""
     settings, texts, items = job
     judge = RulesJudge(**settings, workers=1)
-    out = []
     with _workers.collector_paused():
-        for claim, evidence, facts, quotes in items:
-            j = judge.judge(claim, [texts[k] for k in evidence], facts, quotes)
-            out.append((j.label, j.rationale))
-    return out
+        answers = judge._batch((c, tuple(texts[k] for k in e), f, q) for c, e, f, q in items)
+    return [(j.label, j.rationale) for j in answers]
 
 
 def _flag(v: object) -> bool:
@@ -317,9 +335,47 @@ def _flag(v: object) -> bool:
     return bool(v)
 
 
-def _facts(claim: str, facts: Sequence[str]) -> Judgment | None:
-    claim_fold = fold(claim)
-    claim_values = _values_of_folded(claim_fold)
+class _Claim:
+    """A claim, read when first needed and then once for every item asking about it: folded with its values
+    (for the gold facts), and its sentences that state something checkable, each read."""
+
+    __slots__ = ("_checkable", "_values", "folded", "text", "v3")
+
+    def __init__(self, text: str, v3: bool) -> None:
+        self.text, self.v3 = text, v3
+        self.folded = ""
+        self._values: tuple[Value, ...] | None = None
+        self._checkable: list[tuple[str, Text]] | None = None
+
+    def values(self) -> tuple[Value, ...]:
+        if self._values is None:
+            self.folded = fold(self.text)
+            self._values = _values_of_folded(self.folded)
+        return self._values
+
+    def checkable(self) -> list[tuple[str, Text]]:
+        if self._checkable is None:
+            parts = [(s, read(s)) for s in sentences(self.text)]
+            # a sentence that states nothing checkable ("Yes, I love that movie!") is not judged, unless it is all
+            self._checkable = [p for p in parts if states_something(*p, self.v3)] or parts
+        return self._checkable
+
+
+class _Cited:
+    """The texts an item cites (the empty ones left out), put together for every item citing the same."""
+
+    __slots__ = ("joined", "passage", "texts", "vocab")
+
+    def __init__(self, evidence: Sequence[str]) -> None:
+        self.texts = [e for e in evidence if e and e.strip()]
+        self.joined = " ".join(self.texts)
+        self.passage = [s for e in self.texts for s in read_passage(e)]
+        self.vocab = Vocab(self.texts)
+
+
+def _facts(claim: _Claim, facts: Sequence[str]) -> Judgment | None:
+    claim_values = claim.values()
+    claim_fold = claim.folded
     for fact in facts:
         fact_fold, fvals = _fact(fact)
         if fvals:
