@@ -209,29 +209,68 @@ def _task_sums(engine: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _projection(sums: dict[str, float], finish: float, n: int, size: int, scale_to: int) -> list[str]:
-    """time(W) = map / min(W, map tasks) + reduce / W + driver, at the measured size and at ``scale_to`` traces."""
-    lines = []
+def _scheduler_fit(dask: dict[int, dict[str, Any]], partitions: int) -> tuple[float, float]:
+    """The scheduler's CPU as ``rate`` per second of the run's wall time (heartbeats and periodic callbacks)
+    plus ``per_task`` per task scheduled, solved from the 1- and 2-worker runs (the same tasks, different
+    walls); a negative solution (noise) is clamped to 0."""
+    tasks = {w: len(d["engine"]["seconds"]["map"]) + partitions + 1 for w, d in dask.items()}
+    (w1, one), (w2, two) = sorted(dask.items())
+    if tasks[w1] != tasks[w2] or one["seconds"] == two["seconds"]:
+        return 0.0, 0.0
+    rate = max(0.0, (one["scheduler_cpu"] - two["scheduler_cpu"]) / (one["seconds"] - two["seconds"]))
+    per_task = max(0.0, (one["scheduler_cpu"] - rate * one["seconds"]) / tasks[w1])
+    return rate, per_task
+
+
+def _projection(
+    sums: dict[str, float], finish: float, n: int, size: int, scale_to: int, sched: tuple[float, float]
+) -> list[str]:
+    """time(W) = (map / min(W, map tasks) + reduce / W + driver + per_task * tasks(W)) / (1 - rate), at the
+    measured size and at ``scale_to`` traces: the scheduler's CPU (``sched``: its rate per second of the
+    run and its cost per task, fitted by _scheduler_fit) counted as serial, a W-worker run cut into W map
+    tasks or more and 4W partitions."""
+    rate, per_task = sched
+    lines = [  # the scheduler's share
+        f"the scheduler, fitted from the 1- and 2-worker runs: {1000 * rate:.1f} ms of CPU per second of the run, "
+        f"{1000 * per_task:.2f} ms per task"
+    ]
     for traces in (n, scale_to):
         k = traces / n
         maps = max(sums["map_tasks"], math.ceil(size * k / MAP_BYTES))
         driver = (sums["store_ingest"] + sums["store_spans"] + sums["store_rows"] + finish) * k
         mapped, reduced = sums["map"] * k, sums["reduce"] * k
-        one = mapped + reduced + driver
+
+        terms = (mapped, reduced, driver, maps)
+        one = _model(1, terms, sched)
         lines.append(f"projection for {traces:,} traces ({maps:.0f} map tasks; driver serial {driver:.1f} s):")
-        lines.append("| workers | map s | reduce s | driver s | total s | traces/s | efficiency | bottleneck |")
-        lines.append("|---:|---:|---:|---:|---:|---:|---:|---|")
+        lines.append(
+            "| workers | map s | reduce s | driver s | scheduler s | total s | traces/s | efficiency | bottleneck |"
+        )
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for w in (1, 2, 8, 32, 128):
             m, r = mapped / min(w, maps), reduced / w
-            total = m + r + driver
-            parts = {"map (too few map tasks)" if w > maps else "map": m, "reduce": r, "driver's storing": driver}
+            t = _model(w, terms, sched)
+            sch = t - (m + r + driver)
+            parts = {
+                "map (too few map tasks)" if w > maps else "map": m,
+                "reduce": r,
+                "driver's storing": driver,
+                "scheduler": sch,
+            }
             worst = max(parts, key=lambda p: parts[p])
-            eff = one / (w * total)
+            eff = one / (w * t)
             lines.append(
-                f"| {w} | {m:.1f} | {r:.1f} | {driver:.1f} | {total:.1f} | {traces / total:,.0f} | "
+                f"| {w} | {m:.1f} | {r:.1f} | {driver:.1f} | {sch:.1f} | {t:.1f} | {traces / t:,.0f} | "
                 f"{eff:.2f} | {worst if eff < 0.8 else '-'} |"
             )
     return lines
+
+
+def _model(w: int, terms: tuple[float, float, float, float], sched: tuple[float, float]) -> float:
+    """The model's time at ``w`` workers (see _projection)."""
+    mapped, reduced, driver, maps = terms
+    rate, per_task = sched
+    return (mapped / min(w, maps) + reduced / w + driver + per_task * (max(maps, w) + 4 * w + 1)) / (1 - rate)
 
 
 def _gold_parse_seconds(gold: Path) -> float:
@@ -375,7 +414,7 @@ def _report(
         f"(it cost each of the {args.partitions} partitions as much before)"
     )
     finish = dask[1]["phases"].get("storing the run", 0.0)
-    for line in _projection(s1, finish, n, size, args.scale_to):
+    for line in _projection(s1, finish, n, size, args.scale_to, _scheduler_fit(dask, args.partitions)):
         print(line)
     for w, d in dask.items():
         print(f"{w} worker(s): {json.dumps({k: v for k, v in d['engine'].items() if k != 'seconds'})}")
