@@ -244,20 +244,20 @@ def _projection(
         one = _model(1, terms, sched)
         lines.append(f"projection for {traces:,} traces ({maps:.0f} map tasks; driver serial {driver:.1f} s):")
         lines.append(
-            "| workers | map s | reduce s | driver s | scheduler s | total s | traces/s | efficiency | bottleneck |"
+            "| workers | map s | reduce s | driver s | scheduler s | total s | traces/s | efficiency | held back by |"
         )
         lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for w in (1, 2, 8, 32, 128):
             m, r = mapped / min(w, maps), reduced / w
             t = _model(w, terms, sched)
             sch = t - (m + r + driver)
-            parts = {
-                "map (too few map tasks)" if w > maps else "map": m,
-                "reduce": r,
-                "driver's storing": driver,
-                "scheduler": sch,
+            # what keeps W workers from W times one: the map beyond its even share, and the serial parts
+            losses = {
+                "the map (too few map tasks)": m - mapped / w,
+                "the driver's storing": driver,
+                "the scheduler": sch,
             }
-            worst = max(parts, key=lambda p: parts[p])
+            worst = max(losses, key=lambda p: losses[p])
             eff = one / (w * t)
             lines.append(
                 f"| {w} | {m:.1f} | {r:.1f} | {driver:.1f} | {sch:.1f} | {t:.1f} | {traces / t:,.0f} | "
