@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -95,3 +96,25 @@ def test_the_batch_answers_as_the_per_item_judge_on_the_rule_cases(version: str)
     got = judge.judge_many(items)
     assert got == _oracle(judge, items)
     assert {j.label for j in got} == {"entailed", "insufficient", "contradicted"}
+
+
+class _Contrary(RulesJudge):
+    """A subclass that judges its own way (as a scripted or model-backed judge built on this one does)."""
+
+    name = "contrary"
+
+    def judge(self, claim: str, evidence: Any, facts: Any = (), quotes: Any = ()) -> Judgment:
+        return Judgment("contradicted", f"contrary on {claim[:10]}")
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["in this process", "a batch large enough for a pool"])
+def test_a_subclass_that_overrides_judge_is_asked_every_item(monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
+    """The batch (and the pool's chunks, which judge as the base class) never stand in for a subclass's own
+    ``judge``: every item is asked of it, as BaseJudge's judge_many does."""
+    from citeline.analyzer.judges import _rules
+
+    if large:
+        monkeypatch.setattr(_rules, "PARALLEL_MIN", 1)
+    items = [JudgeItem(f"The fee is ${n}.", [f"The fee is ${n}."]) for n in range(6)]
+    got = _Contrary(workers=2).judge_many(items)
+    assert got == [Judgment("contradicted", "contrary on The fee is")] * 6

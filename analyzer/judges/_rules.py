@@ -148,8 +148,12 @@ class RulesJudge(BaseJudge):
         """A batch is judged with each distinct claim read once and each distinct set of cited texts put
         together once, for every item sharing it (``judge`` is the same decision for one item, and the oracle
         the batch is held equal to). Large batches are judged on every core: items citing the same evidence
-        go to the same process, and each process is sent each evidence text once (not once per item)."""
+        go to the same process, and each process is sent each evidence text once (not once per item). A
+        subclass that overrides ``judge`` has every item asked of it, here (the base contract)."""
         items = [as_item(it) for it in items]
+        if type(self).judge is not RulesJudge.judge:  # a subclass that judges its own way: each item through it
+            with _workers.collector_paused():
+                return [self.judge(*it) for it in items]
         if self.workers <= 1 or len(items) < PARALLEL_MIN:
             with _workers.collector_paused():
                 return self._batch((it.claim, tuple(it.evidence), it.facts, it.quotes) for it in items)
