@@ -35,11 +35,14 @@ def store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: I
     report.paths = [p for p in report.paths if p not in dropped]
 
 
-def store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any]) -> None:
-    """One partition's small rows (work.SENT_TABLES) under the run's id (its judgments are files of the run's
+def store_rows(con: duckdb.DuckDBPyConnection, run_id: str, sent: dict[str, list[bytes]]) -> None:
+    """The partitions' small rows (work.SENT_TABLES, each partition's as Parquet bytes) under the run's id: one
+    insert per table for all the partitions, not one per partition (its judgments are files of the run's
     shared judgment set, registered at the commit)."""
-    for table, data in out["rows"].items():  # names from work.SENT_TABLES, never user input
-        con.register("_rows", work.arrow(data))
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    for table, parts in sent.items():  # names from work.SENT_TABLES, never user input
+        con.register("_rows", pa.concat_tables([work.arrow(p) for p in parts], promote_options="default"))
         if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
             _store_once(con, table, run_id)
         else:
@@ -48,7 +51,7 @@ def store_rows(con: duckdb.DuckDBPyConnection, run_id: str, out: dict[str, Any])
 
 
 def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
-    """Rows of ``_rows`` the run does not hold yet (each partition gives the gold-derived rows again)."""
+    """Rows of ``_rows`` the run does not hold yet, each once (every partition gives the gold-derived rows again)."""
     con.execute(
         f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM "
         f"(SELECT DISTINCT * FROM _rows EXCEPT SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r)",

@@ -233,6 +233,7 @@ class _Driver:
         }
     )
     files: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # table -> (Parquet file, rows)
+    sent: dict[str, list[bytes]] = field(default_factory=dict)  # table -> each partition's small rows (Parquet)
     lost_maps: list[int] = field(default_factory=list)
     incremental: dict[str, int] = field(default_factory=lambda: {"skipped_files": 0, "joined_traces": 0})
 
@@ -257,6 +258,7 @@ class _Driver:
             watch.phase(f"classifying {plan.parts} partition(s)")
             tallies, failed, orphaned = self._collect(tasks)
             watch.phase("storing the run")
+            self._timed("store_rows", commit.store_rows, self.con, self.stamp.run_id, self.sent)
             self._timed("commit", self._commit, failed)
         finally:  # the span pieces are intermediate: the run's spans are its partitions' files
             shutil.rmtree(self.run_dir / work.PIECES, ignore_errors=True)
@@ -455,7 +457,8 @@ class _Driver:
                     if rows:
                         self.files.setdefault(table, []).append((path, rows))
                 self.report.spans_added += out["written"]["spans"][1]
-                self._timed("store_rows", commit.store_rows, self.con, self.stamp.run_id, out)
+                for table, data in out["rows"].items():  # stored together once every partition is in
+                    self.sent.setdefault(table, []).append(data)
                 self.seconds["reduce"].append({**out["seconds"], "traces": out["tally"].traces})
                 tallies.append(out["tally"])
                 orphaned += out["orphaned"]
