@@ -1,6 +1,5 @@
 """What a partitioned run's driver writes into the store (analyzer/scaleout/partitioned.py commits with them):
-a map task's ``ingested_files`` rows and ingest report, a partition's small rows under the run's id, the run's
-skipped-text kinds merged into one row each."""
+a map task's ``ingested_files`` rows and ingest report, and the partitions' small rows under the run's id."""
 
 from __future__ import annotations
 
@@ -35,36 +34,25 @@ def store_ingest(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], report: I
     report.paths = [p for p in report.paths if p not in dropped]
 
 
+#: how each table of the partitions' small rows (work.SENT_TABLES) is stored under the run's id, from all of
+#: them at once: the gold-derived rows every partition gives again once each, the skipped text one row per
+#: kind (as a run of one slice has)
+_SENT_ROWS = {
+    "run_support": "SELECT DISTINCT * FROM _rows",
+    "run_chunks": "SELECT DISTINCT * FROM _rows",
+    "run_skipped_text": "SELECT kind, sum(units)::BIGINT AS units FROM _rows GROUP BY kind",
+}
+
+
 def store_rows(con: duckdb.DuckDBPyConnection, run_id: str, sent: dict[str, list[bytes]]) -> None:
     """The partitions' small rows (work.SENT_TABLES, each partition's as Parquet bytes) under the run's id: one
-    insert per table for all the partitions, not one per partition (its judgments are files of the run's
-    shared judgment set, registered at the commit)."""
+    insert per table for all the partitions (its judgments are files of the run's shared judgment set,
+    registered at the commit)."""
     import pyarrow as pa  # type: ignore[import-untyped]
 
     for table, parts in sent.items():  # names from work.SENT_TABLES, never user input
         con.register("_rows", pa.concat_tables([work.arrow(p) for p in parts], promote_options="default"))
-        if table in ("run_support", "run_chunks"):  # gold rows every partition gives again: once each
-            _store_once(con, table, run_id)
-        else:
-            con.execute(f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM _rows", {"r": run_id})
-        con.unregister("_rows")
-
-
-def _store_once(con: duckdb.DuckDBPyConnection, table: str, run_id: str) -> None:
-    """Rows of ``_rows`` the run does not hold yet, each once (every partition gives the gold-derived rows again)."""
-    con.execute(
-        f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM "
-        f"(SELECT DISTINCT * FROM _rows EXCEPT SELECT * EXCLUDE (run_id) FROM {table} WHERE run_id = $r)",
-        {"r": run_id},
-    )
-
-
-def merge_skipped_text(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """Text that is no claim: one row per kind, as a run of one slice has (the partitions gave one each)."""
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE t_skipped AS SELECT kind, sum(units)::BIGINT AS units FROM run_skipped_text "
-        "WHERE run_id = $r GROUP BY kind",
-        {"r": run_id},
-    )
-    con.execute("DELETE FROM run_skipped_text WHERE run_id = $r", {"r": run_id})
-    con.execute("INSERT INTO run_skipped_text BY NAME SELECT $r AS run_id, * FROM t_skipped", {"r": run_id})
+        try:
+            con.execute(f"INSERT INTO {table} BY NAME SELECT $r AS run_id, * FROM ({_SENT_ROWS[table]})", {"r": run_id})
+        finally:
+            con.unregister("_rows")

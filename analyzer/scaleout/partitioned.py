@@ -21,7 +21,7 @@ the workers share are ``board.py``. The driver:
    ``analyze`` over it with the run's context shipped once per worker, writes its spans and result rows
    as Parquet under the run's location and sends back counts, its tally and a few small rows; its
    judgments go to the run's shared set (``board.py``), never through the driver;
-4. **commit**: stores each partition's small rows as it finishes, writes the run's manifest last, then
+4. **commit**: stores the partitions' small rows (one insert per table), writes the run's manifest last, then
    registers the run's files (``run_files``) and writes its ``runs`` row, with coverage and problems summed
    from the partitions' tallies (each gold case no partition saw counted once over all of them). The
    span pieces are then removed: the run's spans are its partitions' files.
@@ -432,8 +432,9 @@ class _Driver:
         return str(folder)
 
     def _collect(self, tasks: _Tasks) -> tuple[list[Tally], list[tuple[int, str]], int]:
-        """Each partition's small rows into the store as it finishes, its files noted; the partitions' tallies,
-        the partitions that failed twice (their spans written all the same), and the traces that may miss a part."""
+        """Each partition's small rows kept as it finishes (stored at the commit), its files noted; the partitions'
+        tallies, the partitions that failed twice (their spans written all the same), and the traces that may miss
+        a part."""
         import distributed
 
         as_completed: Any = distributed.as_completed
@@ -501,11 +502,10 @@ class _Driver:
 
     def _finish(self, tallies: list[Tally], failed: list[tuple[int, str]], orphaned: int) -> AnalysisResult:
         """The run as ``analyze`` would have stored it: coverage, problems and counts over every partition."""
-        con, run_id, plan, report = self.con, self.stamp.run_id, self.plan, self.report
+        con, plan, report = self.con, self.plan, self.report
         attempts = _attempts(self.client, self.prefix)
         label_errors = human_table(con, self.setup.options.labels)
         joining.gold_tables(con, self.setup.evidence.gold)
-        commit.merge_skipped_text(con, run_id)
         tally = sum(tallies, Tally())
         report.problems.extend(tally.problems())
         report.problems.extend(self._lost(failed))
