@@ -142,6 +142,27 @@ def declare(con: duckdb.DuckDBPyConnection, table: str) -> None:
 _ARROW: dict[str, Any] = {}  # each declared table's Arrow schema, as DuckDB types it
 
 
+def schema(con: duckdb.DuckDBPyConnection, table: str) -> Any:
+    """The Arrow schema of the Python-filled ``table``, as DuckDB types its declaration (a ``pyarrow.Schema``:
+    picklable, so a worker process can build the table's rows itself, :func:`frame`)."""
+    found = _ARROW.get(table)
+    if found is None:
+        declare(con, table)
+        found = _ARROW[table] = con.sql(f'SELECT * FROM "{table}" LIMIT 0').to_arrow_table().schema
+    return found
+
+
+def frame(of: Any, columns: Mapping[str, Sequence[Any]]) -> Any:
+    """``columns`` (name -> values) as an Arrow table of the schema ``of``: each column built in one pass (a polars
+    frame with list columns costs a Series per row). Pure: a worker builds its rows' table and hands back
+    buffers, where a list of Python objects costs a pickle and an unpickle per object."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    if set(columns) != set(of.names):
+        raise StepError(f"given columns {sorted(columns)}; declared {of.names}")
+    return pa.table({f.name: pa.array(columns[f.name], type=f.type) for f in of})
+
+
 def fill(
     con: duckdb.DuckDBPyConnection,
     table: str,
@@ -149,27 +170,28 @@ def fill(
     *,
     rows: Sequence[Sequence[Any]] | None = None,
     records: Sequence[Mapping[str, Any]] | None = None,
+    arrow: Any = None,
 ) -> None:
     """Replace the Python-filled ``table`` with ``columns`` (name -> values), ``rows`` (tuples in the
-    declared order) or ``records`` (name -> value each), typed as queries/text_tables.sql declares it.
-    Arrow builds each column in one pass (a polars frame with list columns costs a Series per row)."""
-    import pyarrow as pa  # type: ignore[import-untyped]
-
+    declared order), ``records`` (name -> value each) or ``arrow`` (an Arrow table :func:`frame` made),
+    typed as queries/text_tables.sql declares it."""
     declare(con, table)
-    schema = _ARROW.get(table)
-    if schema is None:
-        schema = _ARROW[table] = con.sql(f'SELECT * FROM "{table}" LIMIT 0').to_arrow_table().schema
-    if rows is not None:
-        columns = dict(zip(schema.names, map(list, zip(*rows, strict=True)), strict=True)) if rows else {}
-    if records is not None:
-        columns = {n: [r[n] for r in records] for n in schema.names}
-    columns = columns or {}
-    if columns and set(columns) != set(schema.names):
-        raise StepError(f"{table}: given columns {sorted(columns)}; declared {schema.names}")
-    if not columns or not len(columns[schema.names[0]]):
+    names = schema(con, table).names
+    if arrow is None:
+        if rows is not None:
+            columns = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True)) if rows else {}
+        if records is not None:
+            columns = {n: [r[n] for r in records] for n in names}
+        if columns and set(columns) != set(names):
+            raise StepError(f"{table}: given columns {sorted(columns)}; declared {names}")
+        if not columns or not len(columns[names[0]]):
+            return
+        arrow = frame(_ARROW[table], columns)
+    elif arrow.schema.names != names:
+        raise StepError(f"{table}: given columns {arrow.schema.names}; declared {names}")
+    if not arrow.num_rows:
         return
-    frame = pa.table({f.name: pa.array(columns[f.name], type=f.type) for f in schema})
-    con.register("_fill", frame)
+    con.register("_fill", arrow)
     try:
         con.execute(f'INSERT INTO "{table}" SELECT * FROM _fill')
     finally:

@@ -6,7 +6,7 @@ Issue #36 item 4 made a table row one claim under ``auto``, its cells kept besid
 candidates: an answer's table now yields one more claim per row, and matching ranks a row against its
 own cells. This times what that costs on answers that are mostly tables (a sentence, then a Markdown
 table of four rows by four columns, every other answer an HTML table; every answer worded apart): the
-split step (``split_answers``, the text work a run does once per distinct answer) and the match step
+split step (``split_columns``, the text work a run does once per distinct answer) and the match step
 (similarity.sql then match_claims.sql over one trace per answer, each trace's case holding one gold
 claim per row that spans two of its cells). Each phase runs in a fresh interpreter importing the tree
 under test (the reference commit through ``git archive`` and ``PYTHONPATH``), rounds alternate which
@@ -60,13 +60,13 @@ def _measure(n: int) -> dict[str, float]:
     import pyarrow as pa  # type: ignore[import-untyped]
 
     from citeline.analyzer import steps
-    from citeline.analyzer.run.splitting import MIN_SHARED_SIM, MIN_SIM, split_answers
+    from citeline.analyzer.run.splitting import MIN_SHARED_SIM, MIN_SIM, split_columns
     from citeline.analyzer.store import sql
     from citeline.analyzer.text import numbers, stems
 
     made = [_answer(i) for i in range(n)]
     t = time.process_time()
-    cols = split_answers([a for a, _ in made], ())
+    cols = split_columns([a for a, _ in made], ())
     split_s = time.process_time() - t
     gold = [
         (

@@ -182,16 +182,22 @@ def test_answers_split_on_every_core_give_the_same_columns_in_the_same_order(mon
             for _ in range(300)
         )
     )
+    import duckdb
+
+    from citeline.analyzer import steps as _steps
     from citeline.analyzer import workers as _workers
     from citeline.analyzer.run import splitting as _splitting
 
-    one = _splitting.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
+    schemas = {t: _steps.schema(duckdb.connect(), t) for t in _splitting.TABLES}
+    one, one_abstains = _splitting.split_answers(answers, _analyze.DEFAULT_ABSTAIN_PHRASES, schemas)
     monkeypatch.setattr(_splitting, "POOL_MIN_ANSWERS", 10)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     with _workers.pool(2) as pool:  # the executor the run hands the split step
-        many = _splitting._split_on(pool, answers, _analyze.DEFAULT_ABSTAIN_PHRASES)
-    assert many == one
-    assert len(one["abstains"]) == len(answers) and any(one["abstains"]) and not all(one["abstains"])
+        many, many_abstains = _splitting._split_on(pool, answers, _analyze.DEFAULT_ABSTAIN_PHRASES, schemas)
+    assert {t: many[t].to_pylist() for t in many} == {t: one[t].to_pylist() for t in one}
+    assert many_abstains == one_abstains
+    assert one["t_answer_claims"].num_rows > len(answers) and one["t_text_sets"].num_rows > len(answers)
+    assert len(one_abstains) == len(answers) and any(one_abstains) and not all(one_abstains)
 
 
 @given(text=st.text(alphabet="aZ.. é1-\n", max_size=40), data=st.data())

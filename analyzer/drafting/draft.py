@@ -62,9 +62,9 @@ def _claims(answer: str, support_of: Any) -> list[dict[str, Any]]:
     (a sentence that says the answer is not known is no claim); ``support_of(labels)`` gives each
     claim's chunk ids from the markers it carries."""
     from citeline.analyzer.run.analyze import DEFAULT_ABSTAIN_PHRASES
-    from citeline.analyzer.run.splitting import split_answers
+    from citeline.analyzer.run.splitting import split_columns
 
-    split = split_answers([answer], DEFAULT_ABSTAIN_PHRASES)
+    split = split_columns([answer], DEFAULT_ABSTAIN_PHRASES)
     out: list[dict[str, Any]] = []
     for text, labels, factual, joins in zip(
         split["text"], split["labels"], split["factual"], split["joins"], strict=True

@@ -39,8 +39,9 @@ from citeline.analyzer.sources.sniffing import not_trace_file
 from citeline.analyzer.store import DEFAULT_DB, connect
 from citeline.analyzer.store import views as store_views
 
-#: what a run's pool of workers imports as it starts, while DuckDB joins traces to cases
-PRELOAD = ("citeline.analyzer.run.splitting", "citeline.analyzer.judges._rules")
+#: what a run's pool of workers imports as it starts, while DuckDB joins traces to cases (pyarrow: a worker
+#: hands its splits back as Arrow tables)
+PRELOAD = ("citeline.analyzer.run.splitting", "citeline.analyzer.judges._rules", "pyarrow")
 
 
 class InputError(Exception):

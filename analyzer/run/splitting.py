@@ -12,7 +12,7 @@ split_keys.sql, abstain.sql, gen_claims.sql, similarity.sql, match_claims.sql, s
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -93,18 +93,17 @@ def skipped_counts(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int
     return {k: found[k] for k in SKIP_KINDS if k in found}
 
 
-def split_answers(
+def split_columns(
     answers: Sequence[str],
     phrases: Sequence[str],
     policies: Sequence[Policy] | None = None,
     ids: Sequence[int] | None = None,
 ) -> dict[str, list[Any]]:
-    """Each answer's claims (text, labels, factual) and whether it abstains, as columns; ``policies[i]`` is
-    the policy answer ``i`` is split by (the default when None), ``ids[i]`` the number its rows carry
-    (``split``; its position when None). Text that is no claim is counted per answer and kind (the
-    ``skipped_*`` columns), a reference list's entries are the ``ref_*`` columns.
-
-    Pure and picklable: a large run splits its answers on every core (:func:`split`)."""
+    """Each answer's claims (text, labels, factual, and the word and number sets matching compares) and
+    whether it abstains, as columns; ``policies[i]`` is the policy answer ``i`` is split by (the default when
+    None), ``ids[i]`` the number its rows carry (``split``; its position when None). Text that is no claim
+    is counted per answer and kind (the ``skipped_*`` columns), a reference list's entries are the
+    ``ref_*`` columns."""
     claim_cols = ("split", "claim_idx", "text", "labels", "factual", "joins", "stems", "numbers")
     extra = ("skipped_split", "skipped_kind", "skipped_units", "ref_split", "ref_label", "ref_text")
     cols: dict[str, list[Any]] = {k: [] for k in (*claim_cols, *extra)}
@@ -114,6 +113,35 @@ def split_answers(
         _split_into(cols, abstains, answers, folded_phrases, policies, ids)
     cols["abstains"] = abstains
     return cols
+
+
+#: the tables the splitter fills (queries/text_tables.sql): what :func:`split_answers` hands back
+TABLES = ("t_answer_claims", "t_text_sets", "t_answer_skipped", "t_answer_refs")
+
+
+def split_answers(
+    answers: Sequence[str],
+    phrases: Sequence[str],
+    schemas: Mapping[str, Any],
+    policies: Sequence[Policy] | None = None,
+    ids: Sequence[int] | None = None,
+) -> tuple[dict[str, Any], list[bool]]:
+    """:func:`split_columns` as one Arrow table per table of :data:`TABLES` (``schemas``: each one's,
+    :func:`steps.schema`), and whether each answer abstains.
+
+    Pure and picklable: a large run splits its answers on every core (:func:`split`), and a worker hands
+    back Arrow buffers, not the millions of Python strings the rows hold (each pickled in the worker and
+    unpickled in the run's own process, which then made the same tables of them)."""
+    cols = split_columns(answers, phrases, policies, ids)
+    abstains = cols.pop("abstains")
+    sets = {"text": cols["text"], "stems": cols.pop("stems"), "numbers": cols.pop("numbers")}
+    with workers.collector_paused():
+        tables = {"t_text_sets": steps.frame(schemas["t_text_sets"], sets)}
+        for prefix, table in (("skipped_", "t_answer_skipped"), ("ref_", "t_answer_refs")):
+            part = {k.removeprefix(prefix): cols.pop(k) for k in list(cols) if k.startswith(prefix)}
+            tables[table] = steps.frame(schemas[table], part)
+        tables["t_answer_claims"] = steps.frame(schemas["t_answer_claims"], cols)
+    return tables, abstains
 
 
 def _split_into(
@@ -165,35 +193,36 @@ def split(
     t_split_keys, t_abstain and t_gen_claims (gen_claims.sql), then t_invented (the locators a claim
     names that no supplied source has: ``_locators``)."""
     answers, policies = split_keys(con, **settings)
-    cols = _split_on(executor, answers, phrases, policies)
-    abstentions(con, cols.pop("abstains"))
-    steps.fill(con, "t_text_sets", {"text": cols["text"], "stems": cols.pop("stems"), "numbers": cols.pop("numbers")})
-    for prefix, table in (("skipped_", "t_answer_skipped"), ("ref_", "t_answer_refs")):
-        steps.fill(con, table, {k.removeprefix(prefix): cols.pop(k) for k in list(cols) if k.startswith(prefix)})
-    steps.fill(con, "t_answer_claims", cols)
+    tables, abstains = _split_on(executor, answers, phrases, {t: steps.schema(con, t) for t in TABLES}, policies)
+    abstentions(con, abstains)
+    for table in TABLES:
+        steps.fill(con, table, arrow=tables[table])
     steps.run(con, "gen_claims")
     locators.invented(con)  # URLs, sections, pages and titles no supplied source has
 
 
 def _split_on(
-    executor: Executor | None, answers: list[str], phrases: Sequence[str], policies: list[Policy] | None = None
-) -> dict[str, list[Any]]:
+    executor: Executor | None,
+    answers: list[str],
+    phrases: Sequence[str],
+    schemas: Mapping[str, Any],
+    policies: list[Policy] | None = None,
+) -> tuple[dict[str, Any], list[bool]]:
     """split_answers over ``executor`` when the run has a pool (in parts of about a quarter of a worker's
-    share); the same columns, in the same order, as one call here."""
+    share); the same tables, their rows in the same order, as one call here."""
     if executor is None or len(answers) < POOL_MIN_ANSWERS:
-        return split_answers(answers, phrases, policies)
+        return split_answers(answers, phrases, schemas, policies)
+    import pyarrow as pa  # type: ignore[import-untyped]
+
     size = -(-len(answers) // ((os.cpu_count() or 1) * 4))
     starts = range(0, len(answers), size)
     parts = [answers[i : i + size] for i in starts]
     rules = [None if policies is None else policies[i : i + size] for i in starts]
     ids = [range(i, min(i + size, len(answers))) for i in starts]
     n = len(parts)
-    done = list(executor.map(split_answers, parts, [tuple(phrases)] * n, rules, ids))
-    out: dict[str, list[Any]] = {k: [] for k in done[0]}
-    for d in done:  # each part's columns appended whole (a Python loop over 4M values cost 0.2 s at 100k)
-        for k, column in d.items():
-            out[k].extend(column)
-    return out
+    done = list(executor.map(split_answers, parts, [tuple(phrases)] * n, [schemas] * n, rules, ids))
+    tables = {t: pa.concat_tables([part[t] for part, _ in done]) for t in TABLES}  # the parts' buffers, not copied
+    return tables, [a for _, part in done for a in part]
 
 
 def match(con: duckdb.DuckDBPyConnection) -> None:
