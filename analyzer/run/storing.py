@@ -33,7 +33,8 @@ def store_results(con: duckdb.DuckDBPyConnection, run_id: str, files: list[str] 
     steps.run(con, "run_chunks", params)
     steps.run(con, "case_verdicts", params)
     steps.run(con, "run_feedback", params)  # users' reports: kept, their claims flagged
-    steps.run(con, "flag_feedback", params)
+    if con.execute("SELECT 1 FROM run_feedback WHERE run_id = $run_id LIMIT 1", params).fetchall():
+        steps.run(con, "flag_feedback", params)  # (it reads every claim of the run: not when nobody reported)
     steps.run(con, "no_request", {**params, "files": files})
 
 
