@@ -181,23 +181,23 @@ def judge_tables(con: duckdb.DuckDBPyConnection, gold: GoldSet, judge: CachedJud
                 )
         plan.append((q_at, at, said))
     answers = judge.many(requests)
-    names = ("case_id", "claim_id", "text", "cited", "quotes", "label", "rationale")
-    cols: dict[str, list[Any]] = {k: [] for k in names}
+    rows: list[tuple[Any, ...]] = []  # rows, transposed to columns by fill (a frame of dicts is ~10x slower)
     for (case_id, claim_id, text, cited, quotes), (q_at, at, said) in zip(matched, plan, strict=True):
-        results = [answers[i] for i in at]
-        # entailed by any bundle wins; a bundle the judge could not decide might have entailed it, so it
-        # comes next (not_evaluable, never grounding); then a contradiction; then the first verdict
-        pick = next(
-            (r for want in ("entailed", "not_applicable", "contradicted") for r in results if r[0] == want),
-            results[0],
-        )
+        if len(at) == 1:  # one bundle (most claims): its verdict
+            pick = answers[at[0]]
+        else:  # entailed by any bundle wins; a bundle the judge could not decide might have entailed it, so
+            # it comes next (not_evaluable, never grounding); then a contradiction; then the first verdict
+            results = [answers[i] for i in at]
+            pick = next(
+                (r for want in ("entailed", "not_applicable", "contradicted") for r in results if r[0] == want),
+                results[0],
+            )
         if said is not None:
             pick = (pick[0], said.prefix(pick[1]))
         if q_at is not None and answers[q_at][0] == "contradicted":
             pick = answers[q_at]
-        for k, v in zip(cols, (case_id, claim_id, text, list(cited), list(quotes), pick[0], pick[1]), strict=True):
-            cols[k].append(v)  # columns, not row dicts: polars builds a frame of dicts ~10x slower
-    steps.fill(con, "t_judged_gold", cols)
+        rows.append((case_id, claim_id, text, cited, quotes, pick[0], pick[1]))
+    steps.fill(con, "t_judged_gold", rows=rows)
     unmatched = con.execute(
         "SELECT DISTINCT g.text, list_sort(g.cited), g.quotes FROM t_gen_claims g "
         "WHERE g.factual AND len(g.cited) > 0 AND NOT EXISTS "
