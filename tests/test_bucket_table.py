@@ -61,6 +61,9 @@ def test_classify_raises_each_flag_and_gives_each_reason_of_the_table() -> None:
             assert r.stage is None or r.stage in (*STAGES, "request", *ROW_STAGES), (b.name, r.stage)
             assert set(re.findall(r"\{(\w+)\}", r.template)) <= details, (b.name, r.variant)
     assert [b.name for b in TABLE if not b.flag] == [OK]
+    # classify.sql joins a claim's bucket and variant to its reason: two reasons under one key would double it
+    keys = [(b.name, r.variant) for b in TABLE for r in b.reasons]
+    assert len(keys) == len(set(keys))
     assert TABLE[-1].name == OK  # the bucket of a claim nothing flagged comes after every flag
     assert set(COLORS) == set(BUCKETS)
 
