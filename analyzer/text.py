@@ -167,8 +167,10 @@ def values(text: str, folded: bool = False) -> list[Value]:
 
 
 # a claim's values are read by the gold-fact check and again as its sentence; a gold fact ("30 days")
-# is read for every claim that must state it: a small cache serves both
-@lru_cache(maxsize=8192)
+# is read for every claim that must state it: a small cache serves both. Small on purpose (here and in
+# value_spans): a run's claims are mostly distinct, and a large cache kept tens of thousands of readings
+# nobody asks for again, which the judge paid for in memory traffic (a pair 118-129 -> 114-119 us, alternating)
+@lru_cache(maxsize=1024)
 def _values_of_folded(t: str) -> tuple[Value, ...]:
     return tuple(v for _start, _end, v in value_spans(t))
 
@@ -177,8 +179,8 @@ Span = tuple[int, int, Value]  # where a value is written (start, end) in the fo
 
 
 # the rules judge reads an evidence sentence's values, and v3's qualifiers then read where they are
-# written ("under $50"): one scan serves both
-@lru_cache(maxsize=65536)
+# written ("under $50"): one scan serves both, asked one after the other (a passage's reading is kept whole)
+@lru_cache(maxsize=1024)
 def value_spans(t: str) -> tuple[Span, ...]:
     """The values of folded text ``t`` with where each is written: what a qualifier next to it ("under",
     "per day", "or more") is read against. The same scan as ``values``."""
