@@ -265,7 +265,7 @@ def numbers(text: str) -> frozenset[str]:
 
 def stems(text: str) -> frozenset[str]:
     """The stemmed content words of ``text``."""
-    return frozenset(_stem(w) for w in _content_words(text))
+    return frozenset(map(_stem, _content_words(text)))  # (map: no generator frame per word, once per claim)
 
 
 def overlap(wa: frozenset[str], wb: frozenset[str]) -> float:
