@@ -198,6 +198,13 @@ def fill(
         con.unregister("_fill")
 
 
+def drop(con: duckdb.DuckDBPyConnection, *tables: str) -> None:
+    """Drop temp ``tables`` whose rows the run has read for the last time: they are DuckDB memory the steps
+    after them can use (at 100,000 traces the classification met 580 MiB of tables nothing read again)."""
+    for table in tables:
+        con.execute(f'DROP TABLE IF EXISTS temp.main."{table}"')
+
+
 def empty(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """The SQL step ``name``'s table with no rows (a step with nothing to read need not run)."""
     s = step(name)

@@ -176,6 +176,7 @@ class CachedJudge:
             self.con.execute(  # the store's own table: a view reads it with a partitioned run's judgment files
                 f"INSERT OR IGNORE INTO {target(self.con, 'judgments')} BY NAME SELECT DISTINCT * FROM t_new_judgments"
             )
+            steps.drop(self.con, "t_new_judgments")
             self.pending = []
 
     def counts(self) -> dict[str, int]:

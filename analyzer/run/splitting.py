@@ -198,6 +198,7 @@ def split(
     for table in TABLES:
         steps.fill(con, table, arrow=tables[table])
     steps.run(con, "gen_claims")
+    steps.drop(con, "t_answer_claims")  # its rows are t_gen_claims' now
     locators.invented(con)  # URLs, sections, pages and titles no supplied source has
 
 
@@ -241,3 +242,4 @@ def match(con: duckdb.DuckDBPyConnection) -> None:
     )
     steps.run(con, "similarity")
     steps.run(con, "match_claims", {"min_sim": MIN_SIM, "min_shared_sim": MIN_SHARED_SIM})
+    steps.drop(con, "t_sim", "t_text_sets", "t_more_sets")  # read by the match alone
