@@ -66,8 +66,8 @@ CLASSIFY = """
 import os, resource, time
 from citeline.analyzer import analyze  # public in every tree bench/versions.py compares
 TICK = os.sysconf('SC_CLK_TCK')
-def cpu():  # (this process's CPU, each live child's CPU by pid, the CPU of children that have ended)
-    me, kids = os.getpid(), {{}}
+def children():  # each live child of this process: (pid, the fields of /proc/pid/stat after its name)
+    me, out = os.getpid(), []
     for d in os.listdir('/proc'):
         if d.isdigit():
             try:
@@ -75,8 +75,11 @@ def cpu():  # (this process's CPU, each live child's CPU by pid, the CPU of chil
                     rest = f.read().rsplit(')', 1)[1].split()
             except OSError:
                 continue
-            if int(rest[1]) == me:  # ppid; utime and stime are fields 14 and 15
-                kids[int(d)] = (int(rest[11]) + int(rest[12])) / TICK
+            if int(rest[1]) == me:  # ppid
+                out.append((int(d), rest))
+    return out
+def cpu():  # (this process's CPU, each live child's CPU by pid, the CPU of children that have ended)
+    kids = {{pid: (int(rest[11]) + int(rest[12])) / TICK for pid, rest in children()}}  # utime, stime: fields 14, 15
     ended = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time(), kids, ended.ru_utime + ended.ru_stime
 import threading
@@ -90,23 +93,11 @@ def rss(pid):
         pass
     return 0.0
 together, sampling = [0.0], [True]
-def children(me):
-    out = []
-    for d in os.listdir('/proc'):
-        if d.isdigit():
-            try:
-                with open('/proc/' + d + '/stat') as f:
-                    rest = f.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if int(rest[1]) == me:
-                out.append(d)
-    return out
 def sample():  # this process and its live children every 50 ms (the children looked up every 0.5 s)
     me, n, kids = os.getpid(), 0, []
     while sampling[0]:
         if n % 10 == 0:
-            kids = children(me)
+            kids = [pid for pid, _ in children()]
         n += 1
         together[0] = max(together[0], rss(me) + sum(rss(k) for k in kids))
         time.sleep(0.05)
