@@ -115,7 +115,9 @@ picked AS (
         CASE WHEN k_stage = 'request' THEN otlp_string(otlp_value(k, v, 'citeline.request.as_of')) END AS as_of,
         CASE WHEN k_stage IN ('retrieval', 'context') THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.chunk_id')) END AS chunk_id,
         CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.content_hash')) END AS chunk_hash,
-        CASE WHEN k_stage = 'retrieval' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.version')) END AS chunk_version,
+        -- (a context span's versions too: with its chunk ids and labels, the label map it gives)
+        CASE WHEN k_stage IN ('retrieval', 'context') THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.version')) END
+            AS chunk_version,
         CASE WHEN k_stage = 'retrieval' THEN TRY_CAST(otlp_value(k, v, 'citeline.chunks.derived_ids') ->> '$.intValue' AS INTEGER) END AS derived_ids,
         -- the text of each retrieved chunk when the app records content: a context nobody traced
         -- is read off the generation's prompt with it (sources.py)
@@ -134,13 +136,15 @@ picked AS (
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.evidence.chunk_id')) END AS evidence_chunk,
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.evidence.quote')) END AS evidence_quote,
         -- the label map: as the generation span recorded it in force, and as the context span gave it
-        -- (the map of a generation another source traced: an instrumentor's LLM span after @context_assembly)
+        -- (the map of a generation another source traced: an instrumentor's LLM span after @context_assembly).
+        -- A context span's map is its labels beside its chunk_id and chunk_version, not a second copy of them
+        -- (run_traces.sql pairs them; a store ingested before kept the copy in map_chunk_id / map_version)
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.label'))
              WHEN k_stage = 'context' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.label')) END AS map_label,
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.chunk_id'))
-             WHEN k_stage = 'context' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.chunk_id')) END AS map_chunk_id,
+        END AS map_chunk_id,
         CASE WHEN k_stage = 'generation' THEN otlp_strings(otlp_value(k, v, 'citeline.generation.context.version'))
-             WHEN k_stage = 'context' THEN otlp_strings(otlp_value(k, v, 'citeline.chunks.version')) END AS map_version,
+        END AS map_version,
         CASE WHEN k_stage = 'resolution' THEN otlp_strings(otlp_value(k, v, 'citeline.resolution.marker')) END AS res_marker,
         CASE WHEN k_stage = 'resolution' THEN otlp_strings(otlp_value(k, v, 'citeline.resolution.chunk_id')) END AS res_chunk_id,
         CASE WHEN k_stage = 'resolution' THEN otlp_strings(otlp_value(k, v, 'citeline.resolution.version')) END AS res_version,

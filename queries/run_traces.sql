@@ -41,6 +41,7 @@ WITH usable AS NOT MATERIALIZED (  -- the columns read below, by name. Read seve
     -- (an OpenInference document's id is the gold chunk it joined: t_oi_docs)
     SELECT s.trace_id, s.span_id, s.stage, s.start_ns, s.end_ns, s.schema_version, s.adapter_error,
            s.question, s.case_id, s.principal_groups, s.as_of, coalesce(d.chunk_ids, s.chunk_id) AS chunk_id,
+           s.chunk_version,
            s.answer, s.answer_format, s.abstained, s.claim_text, s.evidence_claim, s.evidence_chunk, s.evidence_quote,
            s.map_label, s.map_chunk_id, s.map_version, s.res_marker, s.res_chunk_id, s.res_version, s.res_uri,
            s.ren_label, s.ren_uri, s.ren_chunk_id, s.ren_title, s.ren_preview
@@ -176,10 +177,12 @@ SELECT
     -- the label map in force: the generation span's, else (another source traced the generation)
     -- the one the context span gave
     CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_label ELSE coalesce(x.map_label, []) END AS map_label,
-    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_chunk_id ELSE coalesce(x.map_chunk_id, []) END
-        AS map_chunk_id,
-    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_version ELSE coalesce(x.map_version, []) END
-        AS map_version,
+    -- (a context span's map: its labels beside its own chunk ids and versions; a store ingested before this
+    -- release holds them again in map_chunk_id and map_version)
+    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_chunk_id
+         ELSE coalesce(x.map_chunk_id, CASE WHEN x.map_label IS NOT NULL THEN x.chunk_id END, []) END AS map_chunk_id,
+    CASE WHEN len(coalesce(gen.map_label, [])) > 0 THEN gen.map_version
+         ELSE coalesce(x.map_version, CASE WHEN x.map_label IS NOT NULL THEN x.chunk_version END, []) END AS map_version,
     c.resolution_span, coalesce(res.res_marker, []) AS res_marker, res.res_chunk_id,
     res.res_version, res.res_uri,
     c.render_span, coalesce(ren.ren_label, []) AS ren_label, ren.ren_uri, ren.ren_chunk_id,

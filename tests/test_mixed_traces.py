@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from citeline.analyzer.run.analyze import analyze
@@ -87,3 +88,46 @@ def test_citeline_spans_win_over_openinference_spans_of_the_same_kind(tmp_path: 
     assert [(r["case_id"], r["gold_claim_id"]) for r in rows] == [("returns-window", "window")]
     (row,) = rows
     assert (row["bucket"], row["stage"], row["span_id"]) == (bucket, stage, spans[stage] if stage else None)
+
+
+def test_a_generation_another_source_traced_reads_the_context_spans_label_map(tmp_path: Path) -> None:
+    """@context_assembly, then an instrumentor's LLM span as the generation: "[1]" means the context span's
+    first chunk. Ingest stores that map as the context span's labels beside its own chunk ids and versions
+    (no second copy in map_chunk_id / map_version); a store ingested before, which holds the copy and no
+    context versions, reads the same."""
+    t = make_tracing(tmp_path)
+    auto = t.handle.provider.get_tracer("openinference.instrumentation.auto")
+
+    @retrieval
+    def search(q: str) -> list[dict[str, str]]:
+        return [SUPPORT, FEE]
+
+    @context_assembly
+    def build(q: str, found: list[dict[str, str]]) -> list[dict[str, str]]:
+        return found
+
+    with request(question=QUESTION, case_id="returns-window", as_of="2026-08-10"):
+        build(QUESTION, search(QUESTION))
+        with _oi(auto, "ChatCompletion", "LLM", **{"output.value": RIGHT}):
+            pass
+    t.handle.shutdown()
+    llm = next(f"{s.context.span_id:016x}" for s in t.spans() if s.name == "ChatCompletion")
+    db = tmp_path / "s.duckdb"
+
+    def verdict() -> tuple[str, str | None, list[str]]:
+        (row,) = analyze(db, gold=gold_path(), traces=[t.trace_dir]).claims.to_dicts()
+        return row["bucket"], row["generation_span"], row["cited_chunks"]
+
+    assert verdict() == ("ok", llm, [SUPPORT["chunk_id"]])
+    con = duckdb.connect(str(db))
+    stored = con.execute(
+        "SELECT map_label, map_chunk_id, map_version, chunk_id, chunk_version FROM spans WHERE stage = 'context'"
+    ).fetchall()
+    assert stored == [(["1", "2"], None, None, [SUPPORT["chunk_id"], FEE["chunk_id"]], ["v4", "v2"])]
+    # as a store ingested before this release holds it: the copy, and no versions on the context span
+    con.execute(
+        "UPDATE spans SET map_chunk_id = chunk_id, map_version = chunk_version, chunk_version = NULL "
+        "WHERE stage = 'context'"
+    )
+    con.close()
+    assert verdict() == ("ok", llm, [SUPPORT["chunk_id"]])

@@ -79,7 +79,9 @@ class _Evidence:
         self.context: dict[str, set[str]] = defaultdict(set)
         traces = "SELECT trace_id FROM case_results WHERE run_id = $r"
         for trace_id, stage, chunks, labels, mapped in con.execute(
-            "SELECT trace_id, stage, chunk_id, map_label, map_chunk_id FROM spans "
+            # a context span's map is its labels beside its own chunk ids (an older store copied them)
+            "SELECT trace_id, stage, chunk_id, map_label, coalesce(map_chunk_id, CASE WHEN stage = 'context' "
+            "THEN chunk_id END) FROM spans "
             f"WHERE stage IN ('retrieval', 'context') AND trace_id IN ({traces}) ORDER BY trace_id, start_ns",
             {"r": run_id},
         ).fetchall():
