@@ -89,7 +89,10 @@ CREATE TABLE IF NOT EXISTS spans (
 );
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS line_hash UBIGINT;
 -- retrieval spans: what the index served under each id (content hash, version) and how many
--- ids the instrumentation derived because the app gave none (identity by content, drift)
+-- ids the instrumentation derived because the app gave none (identity by content, drift); context spans
+-- keep their versions in chunk_version too, and their label map as map_label beside chunk_id and
+-- chunk_version (map_chunk_id and map_version are the generation span's; a store ingested before
+-- copied a context span's ids and versions there as well)
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_hash VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS chunk_version VARCHAR[];
 ALTER TABLE spans ADD COLUMN IF NOT EXISTS derived_ids INTEGER;
