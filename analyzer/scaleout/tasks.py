@@ -11,6 +11,7 @@ so the driver counts attempts.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import os
@@ -121,14 +122,16 @@ _JUDGES: dict[str, Judge] = {}
 
 def _scratch() -> Path:
     """A folder of this worker's own: inside its Dask local directory, which the worker removes when it
-    closes (a plain temporary folder outside a worker, e.g. a task called directly)."""
+    closes; outside a worker (a task called directly, the synchronous scheduler) a temporary folder that this
+    process removes as it exits (it held a run's labels file, which must not outlive the run's process)."""
     try:
         from distributed import get_worker
 
-        base = Path(get_worker().local_directory)
+        return Path(tempfile.mkdtemp(prefix="citeline-partition-", dir=get_worker().local_directory))
     except (ImportError, ValueError):
-        base = Path(tempfile.gettempdir())
-    return Path(tempfile.mkdtemp(prefix="citeline-partition-", dir=base))
+        folder = Path(tempfile.mkdtemp(prefix="citeline-partition-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        return folder
 
 
 def _laid_out(ctx: Context) -> RunOptions:
