@@ -175,8 +175,9 @@ def fill(
     """Replace the Python-filled ``table`` with ``columns`` (name -> values), ``rows`` (tuples in the
     declared order), ``records`` (name -> value each) or ``arrow`` (an Arrow table :func:`frame` made),
     typed as queries/text_tables.sql declares it."""
+    of = schema(con, table)
     declare(con, table)
-    names = schema(con, table).names
+    names = of.names
     if arrow is None:
         if rows is not None:
             columns = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True)) if rows else {}
@@ -186,7 +187,7 @@ def fill(
             raise StepError(f"{table}: given columns {sorted(columns)}; declared {names}")
         if not columns or not len(columns[names[0]]):
             return
-        arrow = frame(_ARROW[table], columns)
+        arrow = frame(of, columns)
     elif arrow.schema.names != names:
         raise StepError(f"{table}: given columns {arrow.schema.names}; declared {names}")
     if not arrow.num_rows:
