@@ -20,7 +20,7 @@ from citeline.analyzer.judges import _rules
 from citeline.analyzer.run import analyze as _analyze
 from citeline.analyzer.run import splitting as _splitting
 from citeline.analyzer.store import sql
-from citeline.analyzer.text import numbers, overlap, shared_numbers, stems
+from citeline.analyzer.text import _STOP, _WORD, _stem, fold, numbers, overlap, shared_numbers, stems
 from citeline.examples.demo import SCENARIOS, gold_path
 from tests.analysis_helpers import run_and_analyze
 
@@ -29,6 +29,28 @@ _text = st.lists(
     st.one_of(st.sampled_from(_WORDS), st.integers(0, 120).map(str), st.sampled_from(["4.5", "$30", "30%", "\n"])),
     max_size=12,
 ).map(" ".join)
+
+
+def _stems_by_definition(text: str) -> frozenset[str]:
+    """The stems as the matcher defines them, word by word: a found word that is no stop word, stripped of
+    hyphens and apostrophes, stemmed."""
+    return frozenset(_stem(w.strip("-'")) for w in _WORD.findall(fold(text)) if w not in _STOP)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([*_WORDS, "the-", "-and-", "'the", "it's", "x'''s", "Running", "walked", "--", "Ünïcode"]),
+            st.text(alphabet="abcdeßé-' .", max_size=12),
+        ),
+        max_size=16,
+    ).map(" ".join)
+)
+def test_stems_equal_their_word_by_word_definition_however_often_a_word_recurs(text: str) -> None:
+    # the word -> stem memo is read on the second call: both calls must give the definition's set
+    assert stems(text) == _stems_by_definition(text)
+    assert stems(text) == _stems_by_definition(text)
 
 
 @pytest.mark.slow

@@ -176,9 +176,13 @@ def _split_into(
             cols["ref_split"].append(at)
             cols["ref_label"].append(label)
             cols["ref_text"].append(source)
-        folded_answer = fold(answer)
-        has_phrase = any(p in folded_answer for p in folded_phrases)
-        abstains.append(has_phrase and not cited_factual)  # a structured answer's own say wins (per trace)
+        # an answer that cites a factual claim does not abstain whatever it says: its text is folded and read
+        # for the phrases only when it does not (a structured answer's own say wins, per trace)
+        if cited_factual or not folded_phrases:
+            abstains.append(False)
+        else:
+            folded_answer = fold(answer)
+            abstains.append(any(p in folded_answer for p in folded_phrases))
 
 
 def split(
