@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import orjson
 
 from citeline.analyzer import streaming as _streaming
 from citeline.analyzer.problems import Problem
 from citeline.analyzer.sources import genai
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources import logs as _logs
-from citeline.analyzer.sources.sniffing import BOM, SNIFF_BYTES, broken_gzip, not_trace_file, not_utf8
+from citeline.analyzer.sources.sniffing import BOM, SNIFF_BYTES, broken_gzip, diagnose, not_trace_file
 from citeline.analyzer.store import SCHEMA_VERSIONS, run, sql, target
 from citeline.analyzer.streaming import MAX_LINE_BYTES, TooLarge, measure
 from citeline.instrumentation.schema import CL_ADAPTER_ERROR
@@ -80,53 +79,9 @@ def duckdb_path(path: str) -> str:
 def _diagnose(
     path: Path, long_why: str | None = None, was_read: Callable[[bytes], bool] = lambda _line: False
 ) -> tuple[int, list[Problem]]:
-    """Lines in ``path``, and every line of it DuckDB could not read, named: truncated JSON, binary
-    junk, wrong shape, too long. Streamed: one line in memory at a time. ``long_why`` says why the
-    lines over LINE_BYTES could not be read, when reading them alone failed (the memory limit)."""
-    problems: list[Problem] = []
-    count = 0
-    for n, raw, length in _streaming.lines(path, hold=LINE_BYTES):
-        count = n
-        if raw is None:
-            if length > MAX_LINE_BYTES:
-                why = f"longer than the {MAX_LINE_BYTES:,} citeline reads"
-            elif long_why:
-                why = f"could not be read within the memory limit ({long_why})"
-            else:
-                why = "gave no span: not valid OTLP JSON"
-            problems.append(
-                Problem(
-                    str(path),
-                    f"line {n}",
-                    "-",
-                    f"line of {length:,} bytes {why}; line skipped "
-                    "(write smaller batches: one trace or a few thousand spans per line)",
-                )
-            )
-            continue
-        if not raw.strip():
-            continue
-        line = (raw.removeprefix(BOM) if n == 1 else raw).removesuffix(b"\r")
-        try:
-            doc = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            if was_read(line):  # DuckDB read it (orjson refuses what it nests deeper than 1024, say)
-                continue
-            kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or not_utf8(line) else "invalid JSON"
-            problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
-            continue
-        if (not isinstance(doc, dict) or ("resourceSpans" not in doc and "resourceLogs" not in doc)) and not was_read(
-            line
-        ):
-            problems.append(
-                Problem(
-                    str(path),
-                    f"line {n}",
-                    "resourceSpans",
-                    "not an OTLP ExportTraceServiceRequest; line skipped",
-                )
-            )
-    return count, problems
+    """Lines in ``path``, and every line of it DuckDB could not read, named (:func:`sniffing.diagnose`, with
+    the limits this module reads lines by)."""
+    return diagnose(path, LINE_BYTES, MAX_LINE_BYTES, long_why, was_read)
 
 
 @dataclass(frozen=True)
@@ -275,133 +230,155 @@ def ingest(
     return report
 
 
-def _ingest_files(  # noqa: C901, PLR0912, PLR0915 - the batch loop with its fallbacks; to be cut into steps (issue #32 closing note)
+def _ingest_files(
     con: duckdb.DuckDBPyConnection,
     paths: Iterable[str | Path],
     progress: Callable[[int, int], None] | None,
     spool: _lake.Spool | None,
     unsniffed: Collection[str] = (),
 ) -> IngestReport:
-    report = IngestReport()
-    files = trace_files(paths)
-    report.paths = [str(f) for f in files]
-    for p in map(Path, paths):
-        if not p.exists():
-            report.problems.append(Problem(str(p), "-", "-", "no such file or folder"))
-    known = {(str(path), int(size)) for path, size in con.execute("SELECT path, size FROM ingested_files").fetchall()}
-    sizes = {f: f.stat().st_size for f in files}
-    todo = []
-    unpacked: dict[Path, int] = {}  # .gz files: the bytes they decompress to, counted before DuckDB reads them
-    for f in files:
-        if (str(f), sizes[f]) in known:
-            report.files_skipped_unchanged += 1
-            continue
-        why = not_trace_file(f) if str(f) not in unsniffed else None
-        if why is None and f.suffix == ".gz":
-            try:
-                unpacked[f] = _streaming.decompressed_size(f)
-            except TooLarge as exc:
-                why = f"{exc} (a gzip bomb?)"
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                why = f"not a readable gzip file ({type(exc).__name__}: {exc})"
-        if why is not None:  # named once, skipped whole
-            report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
-            report.skipped += 1
-            report.paths.remove(str(f))
-        else:
-            todo.append(f)
-    total = sum(sizes[f] for f in todo)
-    done = 0
-    seen_paths = {path for path, _size in known}
-    # log records first, so each span decodes with the content they carry for it (sources/logs.py)
-    _logs.start(con)
-    genai.start(con)
-    logs_read = {f for f in todo if _logs.has_logs(_head(f))}
-    for planned in _batches(sorted(logs_read), sizes):
-        _count_logs(report, _logs.read(con, [duckdb_path(str(f)) for f in planned], MAX_LINE_BYTES))
-    for planned in _batches(todo, sizes):
-        batch = list(planned)
-        names = [str(f) for f in batch]
-        grown = [n for n in names if n in seen_paths]  # read before at another size: count what was there
+    """Local files into the store: which to read, their log records first, then a batch at a time parsed,
+    stored and checked whole, file by file (:class:`_Files`)."""
+    run = _Files(con, progress)
+    todo = run.plan(paths, unsniffed)
+    run.read_logs(todo)
+    for planned in _batches(todo, run.sizes):
+        run.read(list(planned))
+    return run.finish(spool)
+
+
+class _Files:
+    """One ingest of local files, step by step; what it found goes to ``report``, and ``done`` of ``total``
+    bytes to ``progress``. A file that cannot be read is named once and skipped whole; the others are read."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, progress: Callable[[int, int], None] | None) -> None:
+        self.con, self.progress = con, progress
+        self.report = IngestReport()
+        self.sizes: dict[Path, int] = {}
+        self.unpacked: dict[Path, int] = {}  # .gz files: the bytes they decompress to, counted before DuckDB reads them
+        self.seen: set[str] = set()  # paths an earlier ingest read (at another size now: a file that grew)
+        self.logs_read: set[Path] = set()  # files whose log records were read
+        self.done = self.total = 0
+
+    def plan(self, paths: Iterable[str | Path], unsniffed: Collection[str]) -> list[Path]:
+        """The files to read: every trace file under ``paths`` but those read before at the same size, and those
+        that are no trace file or no readable gzip (named). ``unsniffed``: files not sniffed for a trace line."""
+        paths = list(paths)
+        report = self.report
+        files = trace_files(paths)
+        report.paths = [str(f) for f in files]
+        for p in map(Path, paths):
+            if not p.exists():
+                report.problems.append(Problem(str(p), "-", "-", "no such file or folder"))
+        known = {
+            (str(path), int(size))
+            for path, size in self.con.execute("SELECT path, size FROM ingested_files").fetchall()
+        }
+        self.sizes = {f: f.stat().st_size for f in files}
+        self.seen = {path for path, _size in known}
+        todo = []
+        for f in files:
+            if (str(f), self.sizes[f]) in known:
+                report.files_skipped_unchanged += 1
+                continue
+            why = not_trace_file(f) if str(f) not in unsniffed else None
+            if why is None and f.suffix == ".gz":
+                why = self._gzip(f)
+            if why is not None:  # named once, skipped whole
+                self._skip(f, why)
+            else:
+                todo.append(f)
+        self.total = sum(self.sizes[f] for f in todo)
+        return todo
+
+    def _gzip(self, f: Path) -> str | None:
+        """Why a .gz file cannot be read, or None (its decompressed size noted)."""
+        try:
+            self.unpacked[f] = _streaming.decompressed_size(f)
+        except TooLarge as exc:
+            return f"{exc} (a gzip bomb?)"
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            return f"not a readable gzip file ({type(exc).__name__}: {exc})"
+        return None
+
+    def _skip(self, f: Path, why: str) -> None:
+        self.report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
+        self.report.skipped += 1
+        self.report.paths.remove(str(f))
+
+    def read_logs(self, todo: list[Path]) -> None:
+        """Log records first, so each span decodes with the content they carry for it (sources/logs.py)."""
+        _logs.start(self.con)
+        genai.start(self.con)
+        self.logs_read = {f for f in todo if _logs.has_logs(_head(f))}
+        for planned in _batches(sorted(self.logs_read), self.sizes):
+            _count_logs(self.report, _logs.read(self.con, [duckdb_path(str(f)) for f in planned], MAX_LINE_BYTES))
+
+    def read(self, batch: list[Path]) -> None:
+        """One batch: its spans stored, then each file checked whole (its long or bad lines read or named) and
+        recorded in ingested_files, and the batch's spans the analyzer cannot use named."""
+        con, report, sizes = self.con, self.report, self.sizes
+        grown = [str(f) for f in batch if str(f) in self.seen]  # read before at another size: count what was there
         before = _read_lines(con, grown) if grown else {}
-        batch_bytes = sum(sizes[f] for f in batch)
-        with _reporting(con, progress, done, batch_bytes, total):
-            try:
-                report.spans_added += _read_batch(con, names, LINE_BYTES)
-            except duckdb.OutOfMemoryException as exc:
-                # the batch did not fit in DuckDB's memory limit: each file alone, a file that still
-                # does not fit is named and skipped, the others are read
-                batch = _one_by_one(con, batch, exc, report)
-                names = [str(f) for f in batch]
-                done += sum(sizes[f] for f in planned if f not in batch)
-            except duckdb.Error:
-                # a gzip file that breaks off fails its whole batch: name it, read the rest
-                broken = {f: why for f in batch if f.suffix == ".gz" and (why := broken_gzip(f)) is not None}
-                if not broken:
-                    raise
-                for f, why in broken.items():
-                    report.problems.append(Problem(str(f), "-", "-", f"{why}; file skipped"))
-                    report.skipped += 1
-                    report.paths.remove(str(f))
-                    done += sizes[f]
-                batch = [f for f in batch if f not in broken]
-                names = [str(f) for f in batch]
-                if names:
-                    report.spans_added += _read_batch(con, names, LINE_BYTES)
+        with _reporting(con, self.progress, self.done, sum(sizes[f] for f in batch), self.total):
+            batch = self._stored(batch)
+        names = [str(f) for f in batch]
         read = _read_lines(con, names, "t_batch")
         stored = _read_lines(con, names)
         for f in batch:
-            lines, spans, bad = _settle(con, f, sizes[f], read, stored, before, report, unpacked.get(f), logs_read)
+            lines, spans, bad = _settle(
+                con, f, sizes[f], read, stored, before, report, self.unpacked.get(f), self.logs_read
+            )
             con.execute(
                 "INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?, ?)",
                 [str(f), sizes[f], lines, spans, bad, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
             )
-            done += sizes[f]
+            self.done += sizes[f]
             report.bytes += sizes[f]
             report.files += 1
         span_problems = _span_problems(con, names)
         report.problems.extend(span_problems)
         # an unreadable stage is named, not skipped: its span stays and its claims are not_evaluable
         report.skipped += sum(1 for p in span_problems if p.field != CL_ADAPTER_ERROR)
-        if progress:
-            progress(done, total)
-    if report.log_content:
-        _rejoin_late_logs(con, report)
-        report.problems.extend(_logs.orphans(con, report.paths))
-    report.problems.extend(genai.problems(con))
-    con.execute("DROP TABLE IF EXISTS t_batch")
-    if spool is not None:
-        _by_url(con, report, spool)
-    report.skipped = sum(p.skipped for p in report.problems)  # one count, the same as the lines that say so
-    return report
+        if self.progress:
+            self.progress(self.done, self.total)
 
+    def _stored(self, batch: list[Path]) -> list[Path]:
+        """``batch`` parsed and its new spans stored; the files that were. A batch too large for DuckDB's memory
+        limit is read a file at a time (a file that still does not fit is named and skipped); a gzip file that
+        breaks off fails its whole batch: it is named and the rest read."""
+        report = self.report
+        try:
+            report.spans_added += _read_batch(self.con, [str(f) for f in batch], LINE_BYTES)
+        except duckdb.OutOfMemoryException as exc:
+            kept = _one_by_one(self.con, batch, exc, report)
+            self.done += sum(self.sizes[f] for f in batch if f not in kept)
+            return kept
+        except duckdb.Error:
+            broken = {f: why for f in batch if f.suffix == ".gz" and (why := broken_gzip(f)) is not None}
+            if not broken:
+                raise
+            for f, why in broken.items():
+                self._skip(f, why)
+                self.done += self.sizes[f]
+            batch = [f for f in batch if f not in broken]
+            if batch:
+                report.spans_added += _read_batch(self.con, [str(f) for f in batch], LINE_BYTES)
+        return batch
 
-def _by_url(con: duckdb.DuckDBPyConnection, report: IngestReport, spool: _lake.Spool) -> None:
-    """Objects copied from object storage are recorded by their URL, not by the temporary copy's path."""
-    for url, why in spool.problems:
-        report.problems.append(Problem(url, "-", "-", f"{why}; skipped"))
-    report.files_skipped_unchanged += len(spool.unchanged)
-    report.paths = sorted({*(spool.url(p) for p in report.paths), *spool.unchanged})
-    for i, p in enumerate(report.problems):
-        message = p.message
-        if spool.root and spool.root in message:  # a reader's error quoting the copy's path
-            for local, url in spool.url_of.items():
-                message = message.replace(local, url)
-        if p.source in spool.url_of or message != p.message:
-            report.problems[i] = Problem(spool.url(p.source), p.place, p.field, message, p.skipped)
-    if not spool.url_of:
-        return
-    con.execute("CREATE OR REPLACE TEMP TABLE t_spooled (local VARCHAR, url VARCHAR)")
-    con.executemany("INSERT INTO t_spooled VALUES (?, ?)", list(spool.url_of.items()))
-    for table, column in (
-        ("spans", "source_file"),
-        ("file_traces", "source_file"),
-        ("ingested_files", "path"),
-        ("logs", "source_file"),
-    ):
-        own = target(con, table)  # the store's own rows: a partitioned run's files are never rewritten
-        con.execute(f"UPDATE {own} AS o SET {column} = s.url FROM t_spooled AS s WHERE o.{column} = s.local")
-    con.execute("DROP TABLE t_spooled")
+    def finish(self, spool: _lake.Spool | None) -> IngestReport:
+        """Log records read after their spans joined to them, what no span took named, objects named by their URL;
+        the report's skipped count is the one its problems give."""
+        con, report = self.con, self.report
+        if report.log_content:
+            _rejoin_late_logs(con, report)
+            report.problems.extend(_logs.orphans(con, report.paths))
+        report.problems.extend(genai.problems(con))
+        con.execute("DROP TABLE IF EXISTS t_batch")
+        if spool is not None:
+            spool.record(con, report)
+        report.skipped = sum(p.skipped for p in report.problems)  # one count, the same as the lines that say so
+        return report
 
 
 def _head(path: Path) -> bytes:

@@ -22,9 +22,23 @@ import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from citeline.analyzer.problems import Problem
+from citeline.analyzer.store import target
 from citeline.instrumentation.redact import redact_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+class Report(Protocol):
+    """What an ingest's report says that the spool rewrites (sources/ingest.py's IngestReport)."""
+
+    problems: list[Problem]
+    paths: list[str]
+    files_skipped_unchanged: int
+
 
 #: URL schemes read through fsspec, and the package each needs
 SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}
@@ -56,6 +70,34 @@ class Spool:
 
     def url(self, local: str) -> str:
         return self.url_of.get(local, local)
+
+    def record(self, con: duckdb.DuckDBPyConnection, report: Report) -> None:
+        """After the ingest: the objects copied are recorded by their URL, not by the temporary copy's path
+        (in the report and in the store's rows)."""
+        for url, why in self.problems:
+            report.problems.append(Problem(url, "-", "-", f"{why}; skipped"))
+        report.files_skipped_unchanged += len(self.unchanged)
+        report.paths = sorted({*(self.url(p) for p in report.paths), *self.unchanged})
+        for i, p in enumerate(report.problems):
+            message = p.message
+            if self.root and self.root in message:  # a reader's error quoting the copy's path
+                for local, url in self.url_of.items():
+                    message = message.replace(local, url)
+            if p.source in self.url_of or message != p.message:
+                report.problems[i] = Problem(self.url(p.source), p.place, p.field, message, p.skipped)
+        if not self.url_of:
+            return
+        con.execute("CREATE OR REPLACE TEMP TABLE t_spooled (local VARCHAR, url VARCHAR)")
+        con.executemany("INSERT INTO t_spooled VALUES (?, ?)", list(self.url_of.items()))
+        for table, column in (
+            ("spans", "source_file"),
+            ("file_traces", "source_file"),
+            ("ingested_files", "path"),
+            ("logs", "source_file"),
+        ):
+            own = target(con, table)  # the store's own rows: a partitioned run's files are never rewritten
+            con.execute(f"UPDATE {own} AS o SET {column} = s.url FROM t_spooled AS s WHERE o.{column} = s.local")
+        con.execute("DROP TABLE t_spooled")
 
 
 def _fs(url: str) -> tuple[Any, str]:

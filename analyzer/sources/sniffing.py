@@ -1,11 +1,18 @@
 """Is a file a trace file at all? A look at the start of its lines, before DuckDB reads it: someone
-else's file is one problem, not one per line, and a bad first line never costs the good ones."""
+else's file is one problem, not one per line, and a bad first line never costs the good ones. And after
+it read one: each line it could not read, named (:func:`diagnose`)."""
 
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+import orjson
+
+from citeline.analyzer import streaming as _streaming
+from citeline.analyzer.problems import Problem
 
 SNIFF_BYTES = 64 * 1024
 BOM = b"\xef\xbb\xbf"
@@ -92,3 +99,60 @@ def not_utf8(line: bytes) -> bool:
     except UnicodeDecodeError:
         return True
     return False
+
+
+def diagnose(
+    path: Path,
+    hold: int,
+    longest: int,
+    long_why: str | None = None,
+    was_read: Callable[[bytes], bool] = lambda _line: False,
+) -> tuple[int, list[Problem]]:
+    """Lines in ``path``, and every line of it DuckDB could not read, named: truncated JSON, binary
+    junk, wrong shape, too long (over ``longest`` bytes). Streamed: one line in memory at a time, a line
+    held whole up to ``hold`` bytes. ``long_why`` says why the lines over ``hold`` could not be read, when
+    reading them alone failed (the memory limit)."""
+    problems: list[Problem] = []
+    count = 0
+    for n, raw, length in _streaming.lines(path, hold=hold):
+        count = n
+        if raw is None:
+            if length > longest:
+                why = f"longer than the {longest:,} citeline reads"
+            elif long_why:
+                why = f"could not be read within the memory limit ({long_why})"
+            else:
+                why = "gave no span: not valid OTLP JSON"
+            problems.append(
+                Problem(
+                    str(path),
+                    f"line {n}",
+                    "-",
+                    f"line of {length:,} bytes {why}; line skipped "
+                    "(write smaller batches: one trace or a few thousand spans per line)",
+                )
+            )
+            continue
+        if not raw.strip():
+            continue
+        line = (raw.removeprefix(BOM) if n == 1 else raw).removesuffix(b"\r")
+        try:
+            doc = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if was_read(line):  # DuckDB read it (orjson refuses what it nests deeper than 1024, say)
+                continue
+            kind = "not UTF-8 text (binary junk?)" if b"\x00" in line or not_utf8(line) else "invalid JSON"
+            problems.append(Problem(str(path), f"line {n}", "-", f"{kind}: {exc}; line skipped"))
+            continue
+        if (not isinstance(doc, dict) or ("resourceSpans" not in doc and "resourceLogs" not in doc)) and not was_read(
+            line
+        ):
+            problems.append(
+                Problem(
+                    str(path),
+                    f"line {n}",
+                    "resourceSpans",
+                    "not an OTLP ExportTraceServiceRequest; line skipped",
+                )
+            )
+    return count, problems
