@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from citeline.instrumentation import Citeline, configure
 
-pytest_plugins = ["tests.phoenix_server"]
+pytest_plugins = ["tests.phoenix_server", "tests.dask_cluster"]
 
 
 def decode_value(v: dict[str, Any]) -> Any:
