@@ -161,8 +161,9 @@ def test_a_misplaced_context_decorator_leaves_the_context_stage_not_seen_with_it
 
 def test_the_changed_span_records_the_perturbation_and_what_it_did() -> None:
     from citeline.analyzer.gold.goldset import load_gold
+    from citeline.analyzer.testing.edits import CaseContext
     from citeline.analyzer.testing.perturb import Case
-    from citeline.analyzer.testing.perturbations import BY_NAME, CaseContext
+    from citeline.analyzer.testing.perturbations import BY_NAME
 
     gold = load_gold(gold_path())
     case = gold.cases["returns-window"]

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from citeline.analyzer.gold.goldset import load_gold
 from citeline.analyzer.testing import prompts
+from citeline.analyzer.testing.edits import CaseContext
 from citeline.analyzer.testing.perturb_judge import Cell, _bucket_cell
-from citeline.analyzer.testing.perturbations import BY_NAME, CaseContext
+from citeline.analyzer.testing.perturbations import BY_NAME
 from citeline.analyzer.testing.shapes import CannotEdit
 from citeline.instrumentation.chunks import to_columns
 from citeline.instrumentation.prompt import chunks_in_prompt, prompt_text

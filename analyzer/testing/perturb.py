@@ -23,8 +23,9 @@ from typing import Any
 from citeline.analyzer.gold.goldset import GoldCase, GoldSet, load_gold
 from citeline.analyzer.store import STAGES
 from citeline.analyzer.testing.captured import CapturedStore
+from citeline.analyzer.testing.edits import CaseContext, renumber
 from citeline.analyzer.testing.perturb_judge import Cell, Run, judge_cells
-from citeline.analyzer.testing.perturbations import CaseContext, Perturbation, renumber, select
+from citeline.analyzer.testing.perturbations import Perturbation, select
 from citeline.analyzer.testing.reach import unreachable_stages
 from citeline.instrumentation import schema as K
 from citeline.instrumentation.testing import Captured, capture, perturbing
