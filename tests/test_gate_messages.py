@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from citeline.analyzer.reports.report import NO_CLAIMS, Report, check_gates, gates_failed, parse_gate
+from citeline.analyzer.reports.gates import NO_CLAIMS, check_gates, gates_failed, parse_gate
+from citeline.analyzer.reports.report import Report
 
 
 def _report(**over: Any) -> Report:

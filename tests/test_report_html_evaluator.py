@@ -18,8 +18,8 @@ import duckdb
 import pytest
 
 from citeline.analyzer.cli.main import main
+from citeline.analyzer.reports.gates import METRICS
 from citeline.analyzer.reports.html import _trend_chart
-from citeline.analyzer.reports.report import METRICS
 from citeline.examples.demo import gold_path
 from tests.browser import screenshot
 

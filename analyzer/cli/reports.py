@@ -17,16 +17,9 @@ from citeline.analyzer.cli.options import (
     phoenix_url,
     require_store,
 )
+from citeline.analyzer.reports.gates import check_gates, gates_failed, parse_gate
 from citeline.analyzer.reports.html import render_html
-from citeline.analyzer.reports.report import (
-    build_report,
-    check_gates,
-    gates_failed,
-    parse_gate,
-    render_json,
-    render_markdown,
-    render_table,
-)
+from citeline.analyzer.reports.report import build_report, render_json, render_markdown, render_table
 
 
 def register(add: AddCommand) -> None:

@@ -69,7 +69,8 @@ def mismatches(result: AnalysisResult, expected: Mapping[str, str] | None = None
 
 def gate_lines(result: AnalysisResult, con: duckdb.DuckDBPyConnection, fail_on: Sequence[str]) -> list[str]:
     """``citeline report --fail-on`` over this run: one line per gate that fails, then the claims not ok."""
-    from citeline.analyzer.reports.report import build_report, check_gates, gates_failed, parse_gate
+    from citeline.analyzer.reports.gates import check_gates, gates_failed, parse_gate
+    from citeline.analyzer.reports.report import build_report
 
     gates = [parse_gate(g) for g in fail_on]
     report = build_report(con, result.run_id)
