@@ -103,7 +103,7 @@ requests AS (
     SELECT p.*, r.question, r.case_id AS asked_case, r.principal_groups, r.as_of, r.start_ns AS started_ns,
            qn.question_norm
     FROM picks AS p
-    JOIN usable AS r ON r.trace_id = p.trace_id AND r.span_id = p.request_span
+    JOIN usable AS r ON r.trace_id = p.trace_id AND r.span_id = p.request_span AND r.stage = 'request'
     LEFT JOIN t_question_norm AS qn ON qn.question = r.question AND r.case_id IS NULL
 ),
 by_question AS (  -- without a case id: every gold case asking the same question is a candidate
@@ -201,8 +201,11 @@ CROSS JOIN LATERAL (SELECT CASE
     END AS err) AS u
 LEFT JOIN t_gold_cases AS g ON g.case_id = c.gold_case_id
 LEFT JOIN several_retrievals AS sr ON sr.trace_id = c.trace_id
-LEFT JOIN usable AS rt ON rt.trace_id = c.trace_id AND rt.span_id = c.retrieval_span
-LEFT JOIN usable AS x ON x.trace_id = c.trace_id AND x.span_id = c.context_span
-LEFT JOIN usable AS gen ON gen.trace_id = c.trace_id AND gen.span_id = c.generation_span
-LEFT JOIN usable AS res ON res.trace_id = c.trace_id AND res.span_id = c.resolution_span
-LEFT JOIN usable AS ren ON ren.trace_id = c.trace_id AND ren.span_id = c.render_span
+-- each stage's span by its id, and by the stage it was picked for (true of it already: a span is stored once): the
+-- stage is a filter DuckDB applies to the scan, so each join is built on that stage's spans, not on every span of
+-- the run (100k traces: this statement 2.27 -> 1.59 s CPU)
+LEFT JOIN usable AS rt ON rt.trace_id = c.trace_id AND rt.span_id = c.retrieval_span AND rt.stage = 'retrieval'
+LEFT JOIN usable AS x ON x.trace_id = c.trace_id AND x.span_id = c.context_span AND x.stage = 'context'
+LEFT JOIN usable AS gen ON gen.trace_id = c.trace_id AND gen.span_id = c.generation_span AND gen.stage = 'generation'
+LEFT JOIN usable AS res ON res.trace_id = c.trace_id AND res.span_id = c.resolution_span AND res.stage = 'resolution'
+LEFT JOIN usable AS ren ON ren.trace_id = c.trace_id AND ren.span_id = c.render_span AND ren.stage = 'render'

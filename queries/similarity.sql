@@ -27,8 +27,10 @@ pairs AS (
 scored AS (
     SELECT p.case_id, p.text, p.claim_id,
            a.stems AS a_stems, b.stems AS b_stems, a.numbers AS a_numbers, b.numbers AS b_numbers,
-           len(list_intersect(a.stems, b.stems)) AS shared_words,
-           len(list_intersect(a.numbers, b.numbers)) AS shared_numbers
+           -- |A & B| counted as A's words B contains (each list is without repeats): list_intersect hashed
+           -- both lists on every one of the 900,000 pairs at 100k traces (this statement 2.23 -> 1.13 s CPU)
+           len(list_filter(a.stems, lambda x: list_contains(b.stems, x))) AS shared_words,
+           len(list_filter(a.numbers, lambda x: list_contains(b.numbers, x))) AS shared_numbers
     FROM pairs AS p
     JOIN sets AS a ON a.text = p.text
     JOIN sets AS b ON b.text = p.gold_text
