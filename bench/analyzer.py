@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -213,7 +212,10 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-bench-"))
+    sys.path.insert(0, str(HERE))
+    from workdirs import workdir
+
+    work = workdir(args.workdir, "citeline-bench-")
     traces, gold, db = work / "traces", work / "gold.json", work / "bench.duckdb"
     sys.path.insert(0, str(HERE))
     import synth

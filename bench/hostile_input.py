@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -207,8 +206,10 @@ def main() -> None:
     ap.add_argument("--json-n", type=int, default=500_000)
     ap.add_argument("--skip-json", action="store_true")
     args = ap.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-hostile-"))
-    work.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(HERE))
+    from workdirs import workdir
+
+    work = workdir(args.workdir, "citeline-hostile-")
     print(f"{os.cpu_count()} cores; work in {work}")
     for title, fn in (
         ("problem spans", problem_spans),

@@ -113,8 +113,10 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from versions import _tree_of
 
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-judge-cost-"))
-    work.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(HERE))
+    from workdirs import workdir
+
+    work = workdir(args.workdir, "citeline-judge-cost-")
     items = work / "items.pkl"
     if not items.exists():
         asked = _python(CAPTURE.format(here=str(HERE), work=str(work), n=args.traces), None).split()[-1]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -130,11 +131,12 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="citeline-versions-"))
-    work.mkdir(parents=True, exist_ok=True)
-    traces, gold = work / "traces", work / "gold.json"
     sys.path.insert(0, str(HERE))
     import synth
+    from workdirs import workdir
+
+    work = workdir(args.workdir, "citeline-versions-")
+    traces, gold = work / "traces", work / "gold.json"
 
     if not traces.exists():
         synth.write_traces(traces, args.n, distinct=args.distinct)
@@ -183,11 +185,14 @@ def main() -> None:
         differ = _differing_rows(work / "ref.duckdb", work / "this.duckdb")
         print(f"claim rows that differ between the two runs: {differ}" + (" (bar: 0)" if args.bar is not None else ""))
     finally:
+        # the other commits' worktrees and their folders are removed (the traces and stores with the work folder
+        # at exit, unless --workdir keeps them: bench/workdirs.py)
         for made in (ref_dir, this_dir):
             if made is not None:
                 subprocess.run(
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(made / "checkout")], check=False
                 )
+                shutil.rmtree(made, ignore_errors=True)
 
 
 if __name__ == "__main__":
