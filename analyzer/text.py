@@ -265,7 +265,7 @@ def numbers(text: str) -> frozenset[str]:
 
 def stems(text: str) -> frozenset[str]:
     """The stemmed content words of ``text``: each word as written to its stem ("" for a stop word) in one
-    dict lookup, not a strip, a stop-word test and a cached call per word (a claim's set 4.4 -> 3.6 us)."""
+    dict lookup, not a strip, a stop-word test and a cached call per word (a claim's set 4.3 -> 3.9 us)."""
     known = _WORD_STEMS
     out = {known[w] if w in known else _word_stem(w) for w in _WORD.findall(fold(text))}
     out.discard("")
