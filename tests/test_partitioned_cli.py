@@ -14,7 +14,7 @@ import pytest
 
 from citeline.analyzer.cli.main import main
 from citeline.analyzer.run.analyze import analyze
-from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partitioned
+from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
 from citeline.examples.demo import gold_path
 from tests.extras import needs
 from tests.partitioned_helpers import (
@@ -26,18 +26,24 @@ distributed = needs("distributed", "a LocalCluster for --engine dask; also 'cite
 pytestmark = pytest.mark.cluster  # worker processes on loopback: make test-fast leaves them out
 
 
-def test_workers_run_without_the_samplers_that_take_the_gil(
-    dask_client: Any, demo_lines: list[bytes], tmp_path: Path
-) -> None:
+def test_workers_run_without_the_samplers_that_take_the_gil(demo_lines: list[bytes], tmp_path: Path) -> None:
     """Dask's profiler and its 20 ms tick cost a GIL-bound partition about a third of its time: the
     workers of a LocalCluster citeline starts run with them off (compose's: tests/test_compose.py), and a
     run on workers that keep Dask's defaults says so, with the same rows."""
     import dask
 
-    got = dask_client.run(lambda: {k: dask.config.get(k) for k in WORKER_CONFIG})
-    assert len(got) == 2 and all(v == WORKER_CONFIG for v in got.values())
-    traces = write_lines(demo_lines, tmp_path)
-    quiet = analyze_partitioned(tmp_path / "a.duckdb", gold=gold_path(), traces=[traces], client=dask_client)
+    # a cluster of its own, as citeline starts one: the session's may have had workers killed and restarted by
+    # their nannies by now (tests/test_partitioned_failures.py), which run on Dask's defaults (the stop note)
+    ours = local_cluster(2)
+    client = distributed.Client(ours)
+    try:
+        got = client.run(lambda: {k: dask.config.get(k) for k in WORKER_CONFIG})
+        assert len(got) == 2 and all(v == WORKER_CONFIG for v in got.values())
+        traces = write_lines(demo_lines, tmp_path)
+        quiet = analyze_partitioned(tmp_path / "a.duckdb", gold=gold_path(), traces=[traces], client=client)
+    finally:
+        client.close()
+        ours.close()
     assert quiet.engine["sampling_workers"] == 0 and "Worker settings" not in (quiet.engine_line() or "")
     cluster = distributed.LocalCluster(  # a cluster of the user's own, on Dask's defaults
         n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
