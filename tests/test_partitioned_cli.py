@@ -32,8 +32,7 @@ def test_workers_run_without_the_samplers_that_take_the_gil(demo_lines: list[byt
     run on workers that keep Dask's defaults says so, with the same rows."""
     import dask
 
-    # a cluster of its own, as citeline starts one: the session's may have had workers killed and restarted by
-    # their nannies by now (tests/test_partitioned_failures.py), which run on Dask's defaults (the stop note)
+    # a cluster of its own, as citeline starts one (the session's is shared with tests that kill its workers)
     ours = local_cluster(2)
     client = distributed.Client(ours)
     try:
@@ -61,6 +60,41 @@ def test_workers_run_without_the_samplers_that_take_the_gil(demo_lines: list[byt
         "docs/scale-out.md, Worker settings"
     )
     assert loud.summary == quiet.summary
+
+
+def test_a_worker_its_nanny_restarts_keeps_the_worker_settings() -> None:
+    """A worker killed mid-run (out of memory, a crash) comes back by its nanny and must run partitions as its
+    first start did: with Dask's samplers off. They were set around the cluster's start only, and a restarted
+    worker ran on Dask's defaults (the profiler on, a 20 ms tick), a third slower for the rest of the run."""
+    import signal
+    import time
+
+    import dask
+
+    def settings() -> dict[str, Any]:
+        return {k: dask.config.get(k, None) for k in WORKER_CONFIG}
+
+    ours = local_cluster(1)
+    client = distributed.Client(ours)
+    try:
+        first = client.run(os.getpid)
+        assert list(client.run(settings).values()) == [WORKER_CONFIG]
+        for pid in first.values():
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while True:  # until the nanny's new worker answers (the old one's address may linger a moment)
+            try:
+                now = client.run(os.getpid)
+            except Exception:  # noqa: BLE001 - the killed worker is still listed: ask again
+                now = {}
+            if now and not set(now.values()) & set(first.values()):
+                break
+            assert time.monotonic() < deadline, "the nanny did not start the worker again"
+            time.sleep(0.2)
+        assert list(client.run(settings).values()) == [WORKER_CONFIG]
+    finally:
+        client.close()
+        ours.close()
 
 
 def test_the_command_line_runs_on_a_scheduler_and_says_how(

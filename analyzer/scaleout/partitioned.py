@@ -120,10 +120,17 @@ def local_cluster(workers: int) -> Any:
     import distributed
 
     dist: Any = distributed
-    # a task lost twice with its worker fails; the workers' nannies take the config as it is here
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1, **WORKER_CONFIG}):
+    # a task lost twice with its worker fails (the scheduler's setting, read as it starts). The worker settings go
+    # to each nanny as its own config, which it hands every worker process it starts: set only around the start,
+    # a worker the nanny restarts after a crash ran on Dask's defaults
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         return dist.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+            config=dict(WORKER_CONFIG),
         )
 
 
