@@ -106,7 +106,7 @@ stale AS (       -- 3. freshness: cited chunks not in force at as_of
 marks AS (      -- 9. resolution: what each marker meant, and where its resolution rows and rendered links are in
     -- the trace's own lists (every one: a marker resolved twice is checked twice; none: one row of NULLs). Found
     -- by position, not by joining every trace's unnested lists on the label (a third of this statement at 100k)
-    SELECT g.trace_id, g.claim_idx, g.label,
+    SELECT g.trace_id, g.claim_idx, g.label, g.label_no,
            t.map_chunk_id[list_position(t.map_label, g.label)] AS meant_chunk,
            t.map_version[list_position(t.map_label, g.label)] AS meant_version,
            t.resolution_span, t.render_span, t.res_chunk_id AS res_chunks, t.res_version AS res_versions,
@@ -117,7 +117,8 @@ marks AS (      -- 9. resolution: what each marker meant, and where its resoluti
            CASE WHEN t.render_span IS NULL THEN [NULL::BIGINT]
                 ELSE coalesce(nullif(list_filter(range(1, len(t.ren_label) + 1), lambda i: t.ren_label[i] = g.label), []),
                               [NULL::BIGINT]) END AS wis
-    FROM (SELECT trace_id, claim_idx, unnest(labels) AS label FROM t_gen_claims) AS g
+    FROM (SELECT trace_id, claim_idx, unnest(labels) AS label, unnest(range(1, len(labels) + 1)) AS label_no
+          FROM t_gen_claims) AS g
     JOIN t_traces AS t USING (trace_id)
     WHERE list_contains(t.map_label, g.label)
 ),
@@ -126,7 +127,8 @@ links AS (
 ),
 label_checks AS ( -- what the app resolved and rendered for each; a link's chunk id recovered from its uri where
     -- the corpus knows it
-    SELECT l.trace_id, l.claim_idx, l.label, l.meant_chunk, l.meant_version, l.resolution_span, l.render_span,
+    SELECT l.trace_id, l.claim_idx, l.label, l.label_no, l.ri, l.wi, l.meant_chunk, l.meant_version, l.resolution_span,
+           l.render_span,
            l.res_chunks[l.ri] AS res_chunk, l.res_versions[l.ri] AS res_version, l.res_uris[l.ri] AS res_uri,
            l.ren_uris[l.wi] AS ren_uri, coalesce(nullif(l.ren_chunks[l.wi], ''), c.chunk_id) AS ren_chunk,
            l.ren_labels[l.wi] AS ren_label,
@@ -140,14 +142,16 @@ label_checks AS ( -- what the app resolved and rendered for each; a link's chunk
     FROM links AS l
     LEFT JOIN t_gold_chunks AS c ON c.uri = l.ren_uris[l.wi] AND c.uri <> ''
 ),
-mis_resolved AS (
+mis_resolved AS ( -- (the messages in the claim's order of its markers: the same reason on every run)
     SELECT trace_id, claim_idx,
            bool_or(res_bad) AS res_bad,
            bool_or(ren_bad) AS ren_bad,
            string_agg(CASE WHEN res_bad THEN '[' || label || '] meant ' || meant_chunk || ' but resolved to '
-                                || coalesce(res_chunk || ' ' || coalesce(res_version, ''), 'nothing') END, '; ') AS res_what,
+                                || coalesce(res_chunk || ' ' || coalesce(res_version, ''), 'nothing') END, '; '
+                      ORDER BY label_no, ri, wi) FILTER (WHERE res_bad) AS res_what,
            string_agg(CASE WHEN ren_bad THEN '[' || label || '] meant ' || meant_chunk || ' but the page links '
-                                || coalesce(ren_uri, 'nothing') END, '; ') AS ren_what
+                                || coalesce(ren_uri, 'nothing') END, '; '
+                      ORDER BY label_no, ri, wi) FILTER (WHERE ren_bad) AS ren_what
     FROM label_checks
     GROUP BY trace_id, claim_idx
 ),

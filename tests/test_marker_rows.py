@@ -1,5 +1,6 @@
-"""A marker the app resolved or rendered more than once is checked on every row: one that went elsewhere raises
-``resolution`` at its stage, named once in the reason; rows that all went where the marker meant raise nothing.
+"""A marker the app resolved or rendered more than once is checked on every row: each row that went elsewhere
+raises ``resolution`` at its stage and is named once in the reason, in the order the app recorded the rows; rows
+that all went where the marker meant raise nothing.
 
 The demo's context-adapter twin answers one claim citing [1] (returns-v4#refunds-3), resolved and rendered once;
 its stored resolution and render spans are rewritten here as an app that records each occurrence would write them,
@@ -30,6 +31,15 @@ CASES: dict[str, tuple[str, list[Any], tuple[str, str | None], list[str]]] = {
         [["1", "1"], [MEANT, "returns-v4#other-9"], ["v4", "v4"], [URI, URI]],
         ("resolution", "resolution"),
         [f"[1] meant {MEANT} but resolved to returns-v4#other-9 v4"],
+    ),
+    "resolved twice, both elsewhere": (  # named in the order the app recorded them
+        _RESOLVED,
+        [["1", "1"], ["returns-v4#other-9", "returns-v4#other-8"], ["v4", "v4"], [URI, URI]],
+        ("resolution", "resolution"),
+        [
+            f"[1] meant {MEANT} but resolved to returns-v4#other-9 v4",
+            f"[1] meant {MEANT} but resolved to returns-v4#other-8 v4",
+        ],
     ),
     "resolved twice, both where it meant": (
         _RESOLVED,
@@ -73,4 +83,5 @@ def test_a_marker_resolved_or_rendered_twice_is_checked_on_every_row(store: Path
     assert (row["bucket"], row["stage"]) == (bucket, stage)
     for words in named:
         assert row["reason"].count(words) == 1, row["reason"]
+    assert [row["reason"].index(words) for words in named] == sorted(row["reason"].index(w) for w in named)
     assert row["reason"].count("[1] meant") == len(named), row["reason"]
