@@ -82,20 +82,11 @@ def cpu():  # (this process's CPU, each live child's CPU by pid, the CPU of chil
     ended = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time(), kids, ended.ru_utime + ended.ru_stime
 import threading
-def rss(pid):
+def mib(pid, field):  # a /proc status field of a process in MiB: VmRSS now, VmHWM its own peak so far (never falls)
     try:
         with open('/proc/' + str(pid) + '/status') as f:
             for line in f:
-                if line.startswith('VmRSS'):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-def hwm(pid):  # a process's own peak RSS so far (VmHWM: it never falls)
-    try:
-        with open('/proc/' + str(pid) + '/status') as f:
-            for line in f:
-                if line.startswith('VmHWM'):
+                if line.startswith(field + ':'):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -113,11 +104,11 @@ def sample():  # this process and its live children every 50 ms (the children lo
         n += 1
         live = [k for k in kids if os.path.exists('/proc/' + str(k))]
         for k in live:
-            kid_peak[k] = max(kid_peak.get(k, 0.0), hwm(k))
+            kid_peak[k] = max(kid_peak.get(k, 0.0), mib(k, 'VmHWM'))
         if was_live[0] and not live:
-            driver_at_stop[0] = hwm(me)
+            driver_at_stop[0] = mib(me, 'VmHWM')
         was_live[0] = bool(live)
-        together[0] = max(together[0], rss(me) + sum(rss(k) for k in live))
+        together[0] = max(together[0], mib(me, 'VmRSS') + sum(mib(k, 'VmRSS') for k in live))
         time.sleep(0.05)
 threading.Thread(target=sample, daemon=True).start()
 marks = []
@@ -126,6 +117,8 @@ first = cpu()
 r = analyze({db!r}, {evidence}={gold!r}, on_phase=lambda name: marks.append((name, time.perf_counter(), cpu())))
 end = time.perf_counter()
 sampling[0] = False
+if was_live[0] or driver_at_stop[0] is None:  # a pool still up when the run returned (or none): the peak now
+    driver_at_stop[0] = mib(os.getpid(), 'VmHWM')
 steps = [('gold + traces to cases', t, first)] + marks[1:] + [('end', end, cpu())]
 phases, phase_cpu = {{}}, {{}}
 for a, b in zip(steps, steps[1:]):  # slices of a large run add up under one name
@@ -146,8 +139,7 @@ OUT = {{'seconds': end - t, 'claims': sum(counts.values()), 'not_ok': sum(counts
         'phases': phases, 'phase_cpu': phase_cpu,
         'worker_peak_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         'together_mib': together[0],
-        # (a pool still up when the run returned: this process's peak then)
-        'driver_at_stop_mib': hwm(os.getpid()) if was_live[0] or driver_at_stop[0] is None else driver_at_stop[0],
+        'driver_at_stop_mib': driver_at_stop[0],
         'kid_peaks_mib': sorted(kid_peak.values(), reverse=True),
         'asked': r.judge['asked'], 'summary': counts}}
 """
