@@ -90,7 +90,8 @@ if __name__ == "__main__":
 
 _DASK = """
 import distributed
-from citeline.analyzer.scaleout.partitioned import analyze_partitioned, local_cluster
+from citeline.analyzer.scaleout.cluster import local_cluster
+from citeline.analyzer.scaleout.partitioned import analyze_partitioned
 if __name__ == "__main__":
     t0 = time.perf_counter()
     cluster = local_cluster({workers})  # as analyze --engine dask starts one (its worker settings)

@@ -20,7 +20,7 @@ from tests.extras import needs
 def dask_client() -> Iterator[Any]:
     """A client of the session's LocalCluster (a test that kills a worker waits for the nanny to start it again)."""
     distributed = needs("distributed", "a LocalCluster for --engine dask; also 'citeline[dask]'")
-    from citeline.analyzer.scaleout.partitioned import local_cluster
+    from citeline.analyzer.scaleout.cluster import local_cluster
 
     cluster = local_cluster(2)
     client = distributed.Client(cluster)

@@ -302,7 +302,7 @@ def test_dask_workers_run_with_the_worker_settings_citeline_uses() -> None:
     needs("dask", "reads the workers' environment as Dask does; also 'citeline[dask]'")
     import dask.config
 
-    from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG
+    from citeline.analyzer.scaleout.cluster import WORKER_CONFIG
 
     env = {k: str(v) for k, v in _compose()["services"]["dask-worker"]["environment"].items()}
     read = dask.config.collect_env(env)

@@ -14,7 +14,8 @@ import pytest
 
 from citeline.analyzer.cli.main import main
 from citeline.analyzer.run.analyze import analyze
-from citeline.analyzer.scaleout.partitioned import WORKER_CONFIG, analyze_partitioned, local_cluster
+from citeline.analyzer.scaleout.cluster import WORKER_CONFIG, local_cluster, worker_settings
+from citeline.analyzer.scaleout.partitioned import analyze_partitioned
 from citeline.examples.demo import gold_path
 from tests.extras import needs
 from tests.partitioned_helpers import (
@@ -30,13 +31,11 @@ def test_workers_run_without_the_samplers_that_take_the_gil(demo_lines: list[byt
     """Dask's profiler and its 20 ms tick cost a GIL-bound partition about a third of its time: the
     workers of a LocalCluster citeline starts run with them off (compose's: tests/test_compose.py), and a
     run on workers that keep Dask's defaults says so, with the same rows."""
-    import dask
-
     # a cluster of its own, as citeline starts one (the session's is shared with tests that kill its workers)
     ours = local_cluster(2)
     client = distributed.Client(ours)
     try:
-        got = client.run(lambda: {k: dask.config.get(k) for k in WORKER_CONFIG})
+        got = client.run(worker_settings)
         assert len(got) == 2 and all(v == WORKER_CONFIG for v in got.values())
         traces = write_lines(demo_lines, tmp_path)
         quiet = analyze_partitioned(tmp_path / "a.duckdb", gold=gold_path(), traces=[traces], client=client)
@@ -69,16 +68,11 @@ def test_a_worker_its_nanny_restarts_keeps_the_worker_settings() -> None:
     import signal
     import time
 
-    import dask
-
-    def settings() -> dict[str, Any]:
-        return {k: dask.config.get(k, None) for k in WORKER_CONFIG}
-
     ours = local_cluster(1)
     client = distributed.Client(ours)
     try:
         first = client.run(os.getpid)
-        assert list(client.run(settings).values()) == [WORKER_CONFIG]
+        assert list(client.run(worker_settings).values()) == [WORKER_CONFIG]
         for pid in first.values():
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 60
@@ -91,7 +85,7 @@ def test_a_worker_its_nanny_restarts_keeps_the_worker_settings() -> None:
                 break
             assert time.monotonic() < deadline, "the nanny did not start the worker again"
             time.sleep(0.2)
-        assert list(client.run(settings).values()) == [WORKER_CONFIG]
+        assert list(client.run(worker_settings).values()) == [WORKER_CONFIG]
     finally:
         client.close()
         ours.close()

@@ -16,7 +16,7 @@ from citeline.analyzer.exporters.otel import ExportError
 from citeline.analyzer.phoenix import PhoenixError
 from citeline.analyzer.reports.report import ReportError
 from citeline.analyzer.run.analyze import InputError
-from citeline.analyzer.scaleout.partitioned import EngineError
+from citeline.analyzer.scaleout.cluster import EngineError
 from citeline.analyzer.sources.structured import AnswerKeysError
 from citeline.analyzer.store import StoreError
 from citeline.analyzer.testing.perturb import PerturbError

@@ -61,77 +61,22 @@ from citeline.analyzer.run.judging import human_table
 from citeline.analyzer.run.options import RunOptions
 from citeline.analyzer.run.result import AnalysisResult, Tally
 from citeline.analyzer.scaleout import board, commit
+from citeline.analyzer.scaleout import cluster as dask_cluster
 from citeline.analyzer.scaleout import plan as cut
 from citeline.analyzer.scaleout import tasks as work
+from citeline.analyzer.scaleout.cluster import EngineError
 from citeline.analyzer.scaleout.plan import Cluster, default_out
 from citeline.analyzer.sources import lake as _lake
 from citeline.analyzer.sources.ingest import IngestReport
 from citeline.analyzer.store import DEFAULT_DB, connect
 from citeline.analyzer.store import views as store_views
 
-__all__ = ["WORKER_CONFIG", "Cluster", "EngineError", "analyze_partitioned", "default_out", "local_cluster"]
+__all__ = ["Cluster", "EngineError", "analyze_partitioned", "default_out"]
 
 T = TypeVar("T")
 
 
-#: Dask settings a worker should run citeline's partitions with. Its sampling profiler (every 10 ms) and
-#: its event loop's tick (every 20 ms) each take the GIL from the task thread; a partition's text work
-#: holds it, and measured on a LocalCluster worker they cost it 35% (100k traces, 8 partitions: analyze
-#: 92.8 CPU-s with Dask's defaults, 78.5 with no profiler, 68.6 with no profiler and a 1 s tick, the
-#: same 68 as one plain process; docs/scale-out.md). A LocalCluster started here gets them; workers of
-#: a cluster of your own get them from the environment (DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False,
-#: DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s), as docker-compose.yml sets.
-WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
-
-
-class EngineError(Exception):
-    """The cluster cannot be reached or started (a wrong --scheduler, dask not installed)."""
-
-
 # ---- the driver -----------------------------------------------------------------------------------
-
-
-def _client(scheduler: str | None, workers: int) -> tuple[Any, Callable[[], None]]:
-    """A client of the cluster at ``scheduler``, or of a LocalCluster of ``workers`` one-thread processes."""
-    try:
-        import distributed
-    except ImportError as exc:
-        raise EngineError("--engine dask needs dask.distributed: pip install 'citeline[dask]'") from exc
-    dist: Any = distributed  # its functions carry no annotations
-    if scheduler:
-        try:
-            client = dist.Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
-            raise EngineError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from exc
-        return client, client.close
-    cluster = local_cluster(workers)
-    client = dist.Client(cluster)
-
-    def close() -> None:
-        client.close()
-        cluster.close()
-
-    return client, close
-
-
-def local_cluster(workers: int) -> Any:
-    """A LocalCluster of ``workers`` one-thread processes on loopback, each run with :data:`WORKER_CONFIG`."""
-    import dask
-    import distributed
-
-    dist: Any = distributed
-    # a task lost twice with its worker fails (the scheduler's setting, read as it starts). The worker settings go
-    # to each nanny as its own config, which it hands every worker process it starts: set only around the start,
-    # a worker the nanny restarts after a crash ran on Dask's defaults
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        return dist.LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-            config=dict(WORKER_CONFIG),
-        )
 
 
 def analyze_partitioned(
@@ -166,7 +111,7 @@ def analyze_partitioned(
     close: Callable[[], None] = lambda: None  # noqa: E731
     if own:
         watch.phase("starting a Dask cluster" if not cluster.scheduler else f"connecting to {cluster.scheduler}")
-        client, close = _client(cluster.scheduler, cluster.workers)
+        client, close = dask_cluster.open_client(cluster.scheduler, cluster.workers)
     con = connect(db)
     try:
         held = {(str(p), int(n)) for p, n in con.execute("SELECT path, size FROM ingested_files").fetchall()}
@@ -271,7 +216,7 @@ class _Driver:
             shutil.rmtree(self.run_dir / work.PIECES, ignore_errors=True)
         result = self._timed("finish", self._finish, tallies, failed, orphaned)
         result.engine["seconds"] = self.seconds  # each task's own timings and the driver's storing: bench/scaleout.py
-        result.engine["sampling_workers"] = _sampling_workers(self.client)
+        result.engine["sampling_workers"] = dask_cluster.sampling_workers(self.client)
         return result
 
     def _submit(self, ctx: work.Context) -> _Tasks:
@@ -568,22 +513,6 @@ class _Driver:
                 )
             )
         return out
-
-
-def _sampling_workers(client: Any) -> int | None:
-    """How many of the cluster's workers run without :data:`WORKER_CONFIG` (Dask's profiler or its 20 ms
-    tick): the same rows, about a third slower. None (unknown, not "none") when they cannot be asked."""
-
-    def settings() -> dict[str, Any]:
-        import dask
-
-        return {k: dask.config.get(k, None) for k in WORKER_CONFIG}
-
-    try:
-        got = client.run(settings)
-    except Exception:  # noqa: BLE001 - advice only: a cluster that refuses client.run still ran the run
-        return None
-    return sum(1 for v in got.values() if v != WORKER_CONFIG)
 
 
 def _why(exc: BaseException | None) -> str:
